@@ -1,0 +1,55 @@
+// app/nnlab.cpp: the course's front door.
+//
+//   nnlab lesson01 [--trace]          a neuron and an MLP in plain loops
+//   nnlab lesson02 [--part train]     backprop; train an MLP on Fashion-MNIST
+//   nnlab check                       check your exercises, first failure first
+//   nnlab info                        what this build can do (SIMD, threads, CUDA)
+//
+// Each subcommand is the same code as the lesson's stand-alone program (lessons/NN-*/main.cpp).
+#include <CLI/CLI.hpp>
+#include <omp.h>
+
+#include <iostream>
+#include <string>
+
+#include "app/check.h"
+#include "app/info.h"
+#include "lessons/01-neuron/neuron.h"
+#include "lessons/02-backprop/backprop.h"
+#include "lessons/common/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"nnlab: neural networks from scratch, from loops to a GPT on hand-written kernels.\n"
+               "Start with `nnlab lesson01`, read lessons/01-neuron/README.md beside it.",
+               "nnlab"};
+  app.require_subcommand(1);
+
+  lesson01::Options lesson01_opts;
+  CLI::App* lesson01_cmd = app.add_subcommand("lesson01", "Lesson 01: a neuron and an MLP in plain loops");
+  lesson01::add_options(*lesson01_cmd, lesson01_opts);
+
+  lesson02::Options lesson02_opts;
+  CLI::App* lesson02_cmd =
+      app.add_subcommand("lesson02", "Lesson 02: backprop and gradient descent; train on Fashion-MNIST");
+  lesson02::add_options(*lesson02_cmd, lesson02_opts);
+
+  app::CheckOptions check_opts;
+  CLI::App* check_cmd = app.add_subcommand("check", "Check your exercises (exercises/), first failure first");
+  app::add_check_options(*check_cmd, check_opts);
+
+  CLI::App* info_cmd = app.add_subcommand("info", "Show what this build can do: compiler, SIMD, threads, CUDA");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  return lessons::run_guarded([&] {
+    if (*lesson01_cmd) return lesson01::run(lesson01_opts);
+    if (*lesson02_cmd) return lesson02::run(lesson02_opts);
+    if (*check_cmd) return app::run_check(check_opts);
+    if (*info_cmd) return app::run_info();
+    return 2;  // unreachable: require_subcommand(1)
+  });
+}

@@ -1,0 +1,78 @@
+#include "nn/optim.h"
+
+#include <cmath>
+
+namespace nn {
+
+void zero_grads(const std::vector<Param>& params) {
+  for (const Param& p : params) {
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      p.grad[i] = 0.0f;
+    }
+  }
+}
+
+double grad_norm(const std::vector<Param>& params) {
+  double sum = 0.0;
+  for (const Param& p : params) {
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      sum += static_cast<double>(p.grad[i]) * p.grad[i];
+    }
+  }
+  return std::sqrt(sum);
+}
+
+void sgd_step(float* param, const float* grad, float* velocity, int64_t n, const SgdConfig& cfg) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] + cfg.weight_decay * param[i];
+    if (velocity != nullptr && cfg.momentum != 0.0f) {
+      velocity[i] = cfg.momentum * velocity[i] + g;  // v = mu v + g
+      param[i] -= cfg.lr * velocity[i];
+    } else {
+      param[i] -= cfg.lr * g;
+    }
+  }
+}
+
+void adam_step(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
+               const AdamConfig& cfg) {
+  const float bias1 = 1.0f - std::pow(cfg.beta1, static_cast<float>(t));
+  const float bias2 = 1.0f - std::pow(cfg.beta2, static_cast<float>(t));
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] + cfg.weight_decay * param[i];
+    m[i] = cfg.beta1 * m[i] + (1.0f - cfg.beta1) * g;
+    v[i] = cfg.beta2 * v[i] + (1.0f - cfg.beta2) * g * g;
+    const float m_hat = m[i] / bias1;
+    const float v_hat = v[i] / bias2;
+    param[i] -= cfg.lr * m_hat / (std::sqrt(v_hat) + cfg.eps);
+  }
+}
+
+Sgd::Sgd(std::vector<Param> params, SgdConfig cfg) : params_(std::move(params)), cfg_(cfg) {
+  for (const Param& p : params_) {
+    velocity_.emplace_back(p.shape);
+  }
+}
+
+void Sgd::step() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    sgd_step(params_[i].data, params_[i].grad, velocity_[i].data(), params_[i].numel(), cfg_);
+  }
+}
+
+Adam::Adam(std::vector<Param> params, AdamConfig cfg) : params_(std::move(params)), cfg_(cfg) {
+  for (const Param& p : params_) {
+    m_.emplace_back(p.shape);
+    v_.emplace_back(p.shape);
+  }
+}
+
+void Adam::step() {
+  ++t_;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    adam_step(params_[i].data, params_[i].grad, m_[i].data(), v_[i].data(), params_[i].numel(), t_,
+              cfg_);
+  }
+}
+
+}  // namespace nn

@@ -1,0 +1,66 @@
+#include "nn/tensor.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "nn/rng.h"
+
+namespace nn {
+
+int64_t numel_of(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    NN_CHECK(d >= 0, "tensor dimensions must be non-negative, got " << shape_str(shape));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    os << (i ? ", " : "") << shape[i];
+  }
+  os << ")";
+  return os.str();
+}
+
+Tensor::Tensor(Shape shape, float fill)
+    : shape_(std::move(shape)), data_(static_cast<size_t>(numel_of(shape_)), fill) {}
+
+Tensor Tensor::uniform(Shape shape, Rng& rng, float lo, float hi) {
+  Tensor t(std::move(shape));
+  for (float& v : t.data_) {
+    v = rng.uniform(lo, hi);
+  }
+  return t;
+}
+
+Tensor Tensor::normal(Shape shape, Rng& rng, float mean, float std) {
+  Tensor t(std::move(shape));
+  for (float& v : t.data_) {
+    v = rng.normal(mean, std);
+  }
+  return t;
+}
+
+void Tensor::fill(float value) { std::fill(data_.begin(), data_.end(), value); }
+
+void Tensor::reshape(Shape shape) {
+  NN_CHECK(numel_of(shape) == numel(), "cannot reshape " << shape_str(shape_) << " ("
+                                           << numel() << " elements) to " << shape_str(shape));
+  shape_ = std::move(shape);
+}
+
+TensorView Tensor::rows(int64_t begin, int64_t end) {
+  NN_CHECK(ndim() >= 1, "rows() needs a tensor with at least one axis");
+  NN_CHECK(0 <= begin && begin <= end && end <= shape_[0],
+           "rows [" << begin << ", " << end << ") out of range for shape " << shape_str(shape_));
+  Shape s = shape_;
+  s[0] = end - begin;
+  const int64_t row_size = numel() / std::max<int64_t>(shape_[0], 1);
+  return {data() + begin * row_size, s};
+}
+
+}  // namespace nn
