@@ -39,6 +39,20 @@ int main(int argc, char** argv) {
 
   CLI::App* info_cmd = app.add_subcommand("info", "Show what this build can do: compiler, SIMD, threads, CUDA");
 
+  // CLI11 reports an unknown first word only as "a subcommand is required"; name it.
+  bool known = argc <= 1 || argv[1][0] == '-';
+  if (!known) {
+    try {
+      known = app.get_subcommand(argv[1]) != nullptr;
+    } catch (const CLI::OptionNotFound&) {
+      known = false;
+    }
+  }
+  if (!known) {
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, check, info.\n"
+              << "Run with --help for more information.\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -29,6 +29,8 @@ ImageDataset load_idx_dataset(const std::string& images_path, const std::string&
 // /usr/share/datasets/<name> (Debian's dataset-fashion-mnist package). A directory counts
 // when it holds train-images-idx3-ubyte (optionally .gz). Throws nn::Error listing the
 // places tried and how to get the data (apt package or scripts/fetch_data.py).
+// A non-empty `dir` is the only place looked at (`dir` itself, or `dir`/<name>): an
+// explicit directory without the data is an error, never a silent fallback elsewhere.
 std::string find_dataset_dir(const std::string& name, const std::string& dir = "");
 
 // Loads split "train" or "test" (train-*/t10k-* files, .gz or not) from a dataset directory.

@@ -1,1 +1,296 @@
-// placeholder: being written
+// Lesson 02, part 3: the nn/ library in matrix form, trained on Fashion-MNIST.
+//
+// One training step, with the shapes for the default 784-256-128-10 network and B = 128:
+//   x (B,784) -> fc1 -> relu -> (B,256) -> fc2 -> relu -> (B,128) -> fc3 -> logits (B,10)
+//   loss = mean_b -log softmax(logits_b)[label_b]
+//   dlogits = (probs - onehot) / B                        softmax_cross_entropy_backward
+//   Mlp::backward walks the layers in reverse: linear_backward, relu_backward, ...
+//   Adam updates every parameter from its gradient      nn/optim.cpp
+#include <omp.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <numbers>
+#include <sstream>
+
+#include "lessons/02-backprop/backprop.h"
+#include "nn/check.h"
+#include "nn/checkpoint.h"
+#include "nn/dataset.h"
+#include "nn/layers.h"
+#include "nn/ops.h"
+#include "nn/optim.h"
+#include "nn/progress.h"
+
+namespace lesson02 {
+
+namespace {
+
+// ---- data -------------------------------------------------------------------------------
+// Standardise pixels with the training set's mean and standard deviation: inputs centred
+// on 0 with unit spread keep the first layer's pre-activations in a range where ReLU
+// units neither all die nor all saturate the loss early on.
+struct PixelStats {
+  float mean = 0.0f;
+  float std = 1.0f;
+};
+
+PixelStats pixel_stats(const nn::ImageDataset& ds) {
+  double sum = 0.0;
+  double sum_sq = 0.0;
+  for (float p : ds.images.span()) {
+    sum += p;
+    sum_sq += static_cast<double>(p) * p;
+  }
+  const double n = static_cast<double>(ds.images.numel());
+  const double mean = sum / n;
+  const double var = sum_sq / n - mean * mean;
+  return {static_cast<float>(mean), static_cast<float>(std::sqrt(std::fmax(var, 1e-12)))};
+}
+
+void standardise(nn::ImageDataset& ds, PixelStats s) {
+  for (float& p : ds.images.span()) p = (p - s.mean) / s.std;
+}
+
+// ---- evaluation -------------------------------------------------------------------------
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  std::vector<int32_t> predictions;
+  std::vector<float> confidence;  // probability the model gave its prediction
+};
+
+EvalResult evaluate(nn::Mlp& model, const nn::ImageDataset& ds, int batch_size) {
+  EvalResult r;
+  nn::BatchLoader loader(ds, batch_size, /*shuffle=*/false, /*seed=*/0);
+  loader.start_epoch();
+  nn::Tensor x;
+  std::vector<int32_t> y;
+  const int V = ds.num_classes;
+  std::vector<float> probs, losses;
+  std::vector<int32_t> pred;
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
+    const float* logits = model.forward(x.data(), B);
+    probs.resize(static_cast<size_t>(B) * V);
+    losses.resize(static_cast<size_t>(B));
+    pred.resize(static_cast<size_t>(B));
+    const float mean_loss = nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits,
+                                                              y.data(), B, V);
+    loss_sum += static_cast<double>(mean_loss) * B;
+    nn::argmax_rows(pred.data(), logits, B, V);
+    for (int b = 0; b < B; ++b) {
+      correct += pred[static_cast<size_t>(b)] == y[static_cast<size_t>(b)];
+      r.predictions.push_back(pred[static_cast<size_t>(b)]);
+      r.confidence.push_back(probs[static_cast<size_t>(b) * V + pred[static_cast<size_t>(b)]]);
+    }
+  }
+  r.loss = loss_sum / static_cast<double>(ds.size());
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(ds.size());
+  return r;
+}
+
+// ---- learning-rate schedule ----------------------------------------------------------------
+// Cosine decay from lr to lr * min_frac over the whole run:
+//   lr(t) = lr_min + (lr - lr_min) * (1 + cos(pi * t / T)) / 2
+// Big steps while the loss is far from a minimum, small ones to settle into it.
+float cosine_lr(float lr, float min_frac, int64_t step, int64_t total_steps) {
+  const double progress = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_steps, 1));
+  const double lr_min = lr * static_cast<double>(min_frac);
+  return static_cast<float>(lr_min + (lr - lr_min) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
+}
+
+std::string join_sizes(const std::vector<int>& sizes) {
+  std::ostringstream os;
+  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? "-" : "") << sizes[i];
+  return os.str();
+}
+
+std::string percent(double frac) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << 100.0 * frac << "%";
+  return os.str();
+}
+
+std::string fixed4(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(4) << v;
+  return os.str();
+}
+
+}  // namespace
+
+// ---- the training run ---------------------------------------------------------------------
+int run_train_part(const Options& o) {
+  std::cout << "== Part 3: an MLP in matrix form (nn/), trained on " << o.dataset << " ==\n";
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+
+  // Data.
+  const std::string dir = nn::find_dataset_dir(o.dataset, o.data_dir);
+  nn::ImageDataset train = nn::load_mnist_split(dir, "train");
+  nn::ImageDataset test = nn::load_mnist_split(dir, "test");
+  nn::truncate_dataset(train, o.limit_train);
+  nn::truncate_dataset(test, o.limit_test);
+  const PixelStats stats = pixel_stats(train);
+  standardise(train, stats);
+  standardise(test, stats);
+  const int D = train.rows * train.cols;
+  std::cout << "data      " << dir << ": " << train.size() << " train, " << test.size()
+            << " test images of " << train.rows << "x" << train.cols << " (pixel mean "
+            << fixed4(stats.mean) << ", std " << fixed4(stats.std) << ")\n";
+
+  // Model.
+  nn::MlpConfig cfg;
+  cfg.sizes = {D};
+  for (int h : o.hidden) cfg.sizes.push_back(h);
+  cfg.sizes.push_back(train.num_classes);
+  cfg.activation = nn::parse_activation(o.activation);
+  nn::Rng rng(o.seed);
+  nn::Mlp model(cfg, rng);
+  std::vector<nn::Param> params = model.params();
+  std::cout << "model     MLP " << join_sizes(cfg.sizes) << ", " << o.activation << ", "
+            << model.num_params() << " parameters\n";
+
+  // Optimizer.
+  nn::Adam adam(params, {o.lr, 0.9f, 0.999f, 1e-8f, o.weight_decay});
+  nn::Sgd sgd(params, {o.lr, o.momentum, o.weight_decay});
+  const bool use_adam = o.optimizer == "adam";
+  std::cout << "optimizer " << o.optimizer << ", lr " << o.lr << " cosine-decayed to "
+            << o.lr * o.lr_min_frac << ", batch " << o.batch_size << ", " << o.epochs
+            << " epochs, seed " << o.seed << ", " << omp_get_max_threads() << " threads\n";
+
+  // Outputs.
+  std::filesystem::create_directories(o.out_dir);
+  const std::string log_path = o.out_dir + "/log.jsonl";
+  const std::string ckpt_path = o.out_dir + "/mlp.safetensors";
+  const std::string pred_path = o.out_dir + "/predictions.csv";
+  nn::MetricsLog log(log_path);
+  std::cout << "writing   " << log_path << ", " << ckpt_path << ", " << pred_path << "\n";
+
+  nn::BatchLoader loader(train, o.batch_size, /*shuffle=*/true, o.seed);
+  const int64_t steps_per_epoch = loader.batches_per_epoch();
+  const int64_t total_steps = steps_per_epoch * o.epochs;
+  const int V = train.num_classes;
+  nn::Tensor x;
+  std::vector<int32_t> y;
+  std::vector<float> probs, losses, dlogits;
+  std::vector<int32_t> pred;
+  int64_t step = 0;
+  double train_seconds = 0.0;
+  EvalResult test_result;
+
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    std::ostringstream label;
+    label << "epoch " << std::setw(2) << epoch << "/" << o.epochs;
+    nn::ProgressBar bar(label.str(), steps_per_epoch, std::cout, 5.0);
+    loader.start_epoch();
+    double loss_sum = 0.0;
+    int64_t seen = 0;
+    int64_t correct = 0;
+    float lr = o.lr;
+    for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
+      lr = cosine_lr(o.lr, o.lr_min_frac, step, total_steps);
+      adam.config().lr = lr;
+      sgd.config().lr = lr;
+
+      // forward: logits (B,V), then the loss
+      const float* logits = model.forward(x.data(), B);
+      probs.resize(static_cast<size_t>(B) * V);
+      losses.resize(static_cast<size_t>(B));
+      dlogits.resize(static_cast<size_t>(B) * V);
+      pred.resize(static_cast<size_t>(B));
+      const float loss =
+          nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits, y.data(), B, V);
+      NN_CHECK(std::isfinite(loss), "the loss became " << loss << " at epoch " << epoch << ", step "
+                                        << step << ": the learning rate " << lr
+                                        << " is probably too high (try --lr " << o.lr / 10
+                                        << "). The last good checkpoint, if any, is kept at "
+                                        << ckpt_path);
+      nn::argmax_rows(pred.data(), logits, B, V);
+      for (int b = 0; b < B; ++b) correct += pred[static_cast<size_t>(b)] == y[static_cast<size_t>(b)];
+      loss_sum += static_cast<double>(loss) * B;
+      seen += B;
+
+      // backward: gradients of the mean loss w.r.t. every parameter (accumulated into
+      // zeroed buffers, see the gradient rule in nn/ops.h)
+      nn::zero_grads(params);
+      nn::softmax_cross_entropy_backward(dlogits.data(), probs.data(), y.data(), B, V);
+      model.backward(dlogits.data(), B);
+
+      // update
+      if (use_adam) adam.step();
+      else sgd.step();
+      ++step;
+
+      const double seconds = bar.elapsed_s();
+      bar.update(seen / o.batch_size,
+                 {{"loss", fixed4(loss_sum / static_cast<double>(seen))},
+                  {"acc", percent(static_cast<double>(correct) / static_cast<double>(seen))},
+                  {"img/s", nn::format_si(static_cast<double>(seen) / std::max(seconds, 1e-9))}});
+      if (step % 50 == 0) {
+        log.write(nn::MetricsLog::Record()
+                      .add("kind", std::string("step"))
+                      .add("epoch", epoch)
+                      .add("step", step)
+                      .add("lr", static_cast<double>(lr))
+                      .add("loss", static_cast<double>(loss)));
+      }
+    }
+    const double epoch_seconds = bar.elapsed_s();
+    train_seconds += epoch_seconds;
+    const double train_loss = loss_sum / static_cast<double>(seen);
+    const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);
+    test_result = evaluate(model, test, 1000);
+    bar.finish({{"loss", fixed4(train_loss)},
+                {"acc", percent(train_acc)},
+                {"test loss", fixed4(test_result.loss)},
+                {"test acc", percent(test_result.accuracy)},
+                {"img/s", nn::format_si(static_cast<double>(seen) / epoch_seconds)}});
+    log.write(nn::MetricsLog::Record()
+                  .add("kind", std::string("epoch"))
+                  .add("epoch", epoch)
+                  .add("step", step)
+                  .add("lr", static_cast<double>(lr))
+                  .add("train_loss", train_loss)
+                  .add("train_acc", train_acc)
+                  .add("test_loss", test_result.loss)
+                  .add("test_acc", test_result.accuracy)
+                  .add("images_per_s", static_cast<double>(seen) / epoch_seconds)
+                  .add("elapsed_s", train_seconds));
+
+    // Checkpoint after every epoch: written to a temporary file, then renamed, so an
+    // interrupted run keeps the previous epoch's weights.
+    nn::save_params(ckpt_path, params,
+                    {{"model", "mlp"},
+                     {"sizes", join_sizes(cfg.sizes)},
+                     {"activation", o.activation},
+                     {"dataset", o.dataset},
+                     {"epoch", std::to_string(epoch)},
+                     {"pixel_mean", std::to_string(stats.mean)},
+                     {"pixel_std", std::to_string(stats.std)},
+                     {"test_accuracy", std::to_string(test_result.accuracy)}});
+  }
+
+  // Predictions for the notebook: which test images the model gets wrong, and how sure it was.
+  std::ofstream pred_file(pred_path);
+  NN_CHECK(pred_file.is_open(), "cannot write " << pred_path);
+  pred_file << "index,label,prediction,confidence\n";
+  for (int64_t i = 0; i < test.size(); ++i) {
+    pred_file << i << "," << test.labels[static_cast<size_t>(i)] << ","
+              << test_result.predictions[static_cast<size_t>(i)] << ","
+              << test_result.confidence[static_cast<size_t>(i)] << "\n";
+  }
+
+  std::cout << "result    test accuracy " << percent(test_result.accuracy) << " (" << test.size()
+            << " images), test loss " << fixed4(test_result.loss) << ", trained in "
+            << nn::format_duration(train_seconds) << " ("
+            << nn::format_si(static_cast<double>(train.size()) * o.epochs / train_seconds)
+            << " img/s)\n";
+  return 0;
+}
+
+}  // namespace lesson02

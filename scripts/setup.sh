@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: install what nnlab needs to build, test and run its notebooks.
+#
+# Debian/Ubuntu: installs the missing packages with apt-get (as root, or through sudo).
+# Everything already installed: does nothing, needs no network.
+# macOS and other distributions: prints what to install and checks for the tools.
+#
+#   bash scripts/setup.sh            install what is missing
+#   bash scripts/setup.sh --check    only report what is missing (exit 1 if anything is)
+set -euo pipefail
+
+check_only=0
+[[ "${1:-}" == "--check" ]] && check_only=1
+
+# Build: compiler, CMake, Ninja, OpenMP (libgomp comes with g++), Catch2 v2, CLI11, zlib.
+# Data: Fashion-MNIST (IDX files under /usr/share/datasets/fashion-mnist).
+# Notebooks: Debian's Python 3 with nbclient, ipykernel, numpy, matplotlib.
+DEBIAN_PACKAGES=(
+  g++ cmake ninja-build
+  catch2 libcli11-dev zlib1g-dev
+  dataset-fashion-mnist
+  python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
+)
+
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  missing=()
+  for pkg in "${DEBIAN_PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+    [[ "$status" == "installed" ]] || missing+=("$pkg")
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "setup: all Debian packages present"
+    exit 0
+  fi
+  echo "setup: missing Debian packages: ${missing[*]}"
+  if [[ $check_only -eq 1 ]]; then exit 1; fi
+  if [[ $(id -u) -eq 0 ]]; then
+    SUDO=()
+  elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "setup: not root and no sudo: run as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: installed ${missing[*]}"
+  exit 0
+fi
+
+# Not Debian: say what to install, then check the essentials are on PATH.
+case "$(uname -s)" in
+  Darwin)
+    cat <<'MSG'
+setup (macOS): install the tools with Homebrew, then configure with libomp's prefix:
+  brew install cmake ninja libomp cli11 catch2@2 python
+  python3 -m pip install -r notebooks/requirements.txt
+  cmake --preset release -DOpenMP_ROOT="$(brew --prefix libomp)"
+Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
+MSG
+    ;;
+  *)
+    cat <<'MSG'
+setup: not a Debian system. Install with your package manager:
+  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel
+  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib python-numpy python-matplotlib python-nbclient python-ipykernel
+Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
+MSG
+    ;;
+esac
+status=0
+for tool in cmake ninja c++ python3; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "setup: '$tool' not found on PATH" >&2
+    status=1
+  fi
+done
+exit $status

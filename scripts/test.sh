@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the README's second command, and exactly what CI runs (.ci/run).
+# Sets up, builds (release preset) and runs every test: Catch2 unit tests, the lesson
+# programs on small data, the CLI's error handling, the exercises (every stub must fail,
+# every solution pass) and the notebooks.
+#   bash scripts/test.sh                  everything
+#   bash scripts/test.sh -L unit          only ctest label "unit" (extra args go to ctest)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cmake --preset release
+cmake --build --preset release
+ctest --preset release --parallel 2 "$@"

@@ -1,0 +1,585 @@
+// nn/checkpoint: safetensors files round trip bit-exactly, have the layout other readers
+// expect, and every kind of damage (truncation, a flipped bit, a garbage header, a wrong
+// dtype, bad offsets, a different model) ends in an nn::Error naming the file.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/checkpoint.h"
+#include "nn/optim.h"
+#include "nn/rng.h"
+#include "nn/tensor.h"
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+
+namespace {
+
+// A fresh directory under the system temp dir, removed with everything in it at scope end.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag) {
+    std::random_device rd;
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    path = fs::temp_directory_path() /
+           ("nnlab-tests-" + tag + "-" + std::to_string(rd()) + "-" + std::to_string(now));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const nn::Error& e) {
+    return e.what();
+  }
+  return "<no nn::Error was thrown>";
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+uint32_t bits_of(float f) {
+  uint32_t u = 0;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float float_of(uint32_t u) {
+  float f = 0;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Little-endian float32 bytes, built from the bit pattern so the test does not depend on
+// the machine's byte order.
+std::vector<uint8_t> le_bytes(const std::vector<float>& values) {
+  std::vector<uint8_t> out;
+  for (float v : values) {
+    const uint32_t u = bits_of(v);
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(u >> (8 * i)));
+  }
+  return out;
+}
+
+// The test's own 64-bit FNV-1a, checked against published vectors below.
+uint64_t fnv1a64(const std::vector<uint8_t>& data) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (uint8_t b : data) {
+    h ^= b;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  std::ostringstream os;
+  os << std::hex;
+  os.width(16);
+  os.fill('0');
+  os << v;
+  return os.str();
+}
+
+// A safetensors file by hand: 8-byte little-endian length, the header text as given, data.
+std::vector<uint8_t> raw_file(const std::string& header, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> out;
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(n >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+bool bit_equal(const nn::Tensor& t, const std::vector<float>& values) {
+  if (t.numel() != static_cast<int64_t>(values.size())) return false;
+  return values.empty() || std::memcmp(t.data(), values.data(), values.size() * 4) == 0;
+}
+
+// Runs a shell command; true when it exits 0.
+bool run_ok(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
+
+}  // namespace
+
+// ---- round trip and layout -------------------------------------------------------------
+
+TEST_CASE("checkpoint: the test's FNV-1a matches the published vectors", "[checkpoint]") {
+  REQUIRE(fnv1a64({}) == 0xcbf29ce484222325ULL);
+  REQUIRE(fnv1a64({'a'}) == 0xaf63dc4c8601ec8cULL);
+  REQUIRE(fnv1a64({'f', 'o', 'o', 'b', 'a', 'r'}) == 0x85944171f73967e8ULL);
+}
+
+TEST_CASE("checkpoint: save then load is bit-exact and keeps the metadata", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("model.safetensors");
+  nn::Rng rng(5);
+  std::vector<float> a(2 * 3), b = {-0.0f, std::numeric_limits<float>::denorm_min(),
+                                    std::numeric_limits<float>::infinity(),
+                                    -std::numeric_limits<float>::infinity(),
+                                    std::numeric_limits<float>::max(), float_of(0x7FC12345u)};  // a NaN with a payload
+  for (float& v : a) v = rng.normal();
+  const std::vector<float> scalar = {3.25f};
+  const std::map<std::string, std::string> meta = {
+      {"step", "100"}, {"note", "quote \" backslash \\ newline \n tab \t \x01 \xC3\xA9 \xF0\x9F\x98\x80"}};
+
+  nn::save_safetensors(path,
+                       {{"layer.b", {6}, b.data()}, {"layer.a", {2, 3}, a.data()}, {"scalar", {}, scalar.data()},
+                        {"empty", {0, 4}, nullptr}},
+                       meta);
+  REQUIRE(!fs::exists(path + ".tmp"));
+
+  const nn::Checkpoint ck = nn::load_safetensors(path);
+  REQUIRE(ck.tensors.size() == 4);
+  REQUIRE(ck.tensors.at("layer.a").shape() == nn::Shape{2, 3});
+  REQUIRE(ck.tensors.at("layer.b").shape() == nn::Shape{6});
+  REQUIRE(ck.tensors.at("scalar").shape() == nn::Shape{});
+  REQUIRE(ck.tensors.at("empty").shape() == nn::Shape{0, 4});
+  REQUIRE(bit_equal(ck.tensors.at("layer.a"), a));
+  REQUIRE(bit_equal(ck.tensors.at("layer.b"), b));
+  REQUIRE(bit_equal(ck.tensors.at("scalar"), scalar));
+  REQUIRE(ck.tensors.at("empty").numel() == 0);
+  REQUIRE(ck.metadata.at("step") == "100");
+  REQUIRE(ck.metadata.at("note") == meta.at("note"));
+  REQUIRE(ck.metadata.size() == 3);
+  REQUIRE(ck.metadata.at("nnlab.checksum").size() == 16);
+}
+
+TEST_CASE("checkpoint: the file is an 8-byte length, a padded JSON header, then the data", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("w.safetensors");
+  const std::vector<float> w = {1.5f, -2.0f};
+  const std::vector<float> c = {7.0f};
+  const std::vector<float> bb = {0.25f, 0.5f, 0.75f};
+  nn::save_safetensors(path, {{"w", {2}, w.data()}, {"c", {1, 1}, c.data()}, {"bb", {3}, bb.data()}}, {{"k", "v"}});
+
+  const std::vector<uint8_t> file = read_bytes(path);
+  REQUIRE(file.size() >= 8);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | file[static_cast<size_t>(i)];
+  REQUIRE(n % 8 == 0);
+  REQUIRE(file.size() == 8 + n + 4 * 6);
+
+  // Data: sorted by name (bb, c, w), little-endian float32. 1.5f = 0x3FC00000, -2 = 0xC0000000.
+  const std::vector<uint8_t> data(file.begin() + 8 + static_cast<std::ptrdiff_t>(n), file.end());
+  std::vector<float> expect_values = bb;
+  expect_values.insert(expect_values.end(), c.begin(), c.end());
+  expect_values.insert(expect_values.end(), w.begin(), w.end());
+  REQUIRE(data == le_bytes(expect_values));
+  REQUIRE(std::vector<uint8_t>(data.end() - 8, data.end()) == std::vector<uint8_t>{0, 0, 0xC0, 0x3F, 0, 0, 0, 0xC0});
+
+  const std::string header(file.begin() + 8, file.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  REQUIRE(header.front() == '{');
+  const size_t last = header.find_last_not_of(' ');
+  REQUIRE(header[last] == '}');
+  REQUIRE(n - (last + 1) < 8);  // no more padding than needed
+  const std::string expect = "{\"__metadata__\":{\"k\":\"v\",\"nnlab.checksum\":\"" + hex64(fnv1a64(data)) +
+                             "\"},\"bb\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
+                             "\"c\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[12,16]},"
+                             "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]}}";
+  REQUIRE(header.substr(0, last + 1) == expect);
+}
+
+TEST_CASE("checkpoint: python3's json and struct (and numpy, if there) read our file", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  if (!run_ok("python3 --version > \"" + tmp.file("version.txt") + "\" 2>&1")) {
+    WARN("python3 not found: skipping the cross-reader check");
+    return;
+  }
+  const std::string path = tmp.file("py.safetensors");
+  const std::vector<float> a = {1.0f, -2.5f, 3.125f, 1e-3f, 6.0f, 65504.0f};
+  const std::vector<float> b = {0.1f};
+  nn::save_safetensors(path, {{"a", {2, 3}, a.data()}, {"b", {1}, b.data()}}, {{"epoch", "3"}});
+
+  // Independent reader: header JSON through Python's json module, values through numpy
+  // when it is installed, else struct. Prints "name|shape|repr(v0),repr(v1),..." lines.
+  const std::string script = tmp.file("read.py");
+  std::ofstream(script) << R"(import json, struct, sys
+raw = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+header = json.loads(raw[8:8 + n].decode('utf-8'))
+data = raw[8 + n:]
+meta = header.pop('__metadata__')
+print('meta|' + meta['epoch'])
+try:
+    import numpy as np
+except ImportError:
+    np = None
+for name, info in sorted(header.items()):
+    assert info['dtype'] == 'F32'
+    b, e = info['data_offsets']
+    if np is not None:
+        values = np.frombuffer(data[b:e], dtype='<f4').reshape(info['shape']).ravel().tolist()
+    else:
+        values = list(struct.unpack('<%df' % ((e - b) // 4), data[b:e]))
+    print(name + '|' + ','.join(str(d) for d in info['shape']) + '|' + ','.join(repr(v) for v in values))
+)";
+  const std::string out = tmp.file("out.txt");
+  REQUIRE(run_ok("python3 \"" + script + "\" \"" + path + "\" > \"" + out + "\" 2>&1"));
+  std::ifstream in(out);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  INFO("python printed:\n" << [&] {
+    std::string s;
+    for (const auto& l : lines) s += l + "\n";
+    return s;
+  }());
+  REQUIRE(lines.size() == 3);
+  REQUIRE(lines[0] == "meta|3");
+  // Python's repr of a float32 widened to double is exact, so parsing it back is too.
+  auto values_of = [](const std::string& line, size_t skip) {
+    std::vector<float> v;
+    std::stringstream ss(line.substr(skip));
+    for (std::string tok; std::getline(ss, tok, ',');) v.push_back(static_cast<float>(std::strtod(tok.c_str(), nullptr)));
+    return v;
+  };
+  REQUIRE(lines[1].rfind("a|2,3|", 0) == 0);
+  REQUIRE(values_of(lines[1], 6) == a);
+  REQUIRE(lines[2].rfind("b|1|", 0) == 0);
+  REQUIRE(values_of(lines[2], 4) == b);
+}
+
+// ---- damage ----------------------------------------------------------------------------
+
+TEST_CASE("checkpoint: truncated files are refused", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("t.safetensors");
+  const std::vector<float> w(100, 0.5f);
+  nn::save_safetensors(path, {{"w", {10, 10}, w.data()}});
+  const std::vector<uint8_t> good = read_bytes(path);
+
+  SECTION("cut in the data") {
+    write_bytes(path, std::vector<uint8_t>(good.begin(), good.end() - 4));
+    REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }),
+                 Contains(path) && Contains("past the end of the 396-byte data section") && Contains("truncated"));
+  }
+  SECTION("cut in the header") {
+    write_bytes(path, std::vector<uint8_t>(good.begin(), good.begin() + 20));
+    REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }),
+                 Contains(path) && Contains("larger than the file (20 bytes)"));
+  }
+  SECTION("cut in the length") {
+    write_bytes(path, std::vector<uint8_t>(good.begin(), good.begin() + 5));
+    REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }), Contains(path) && Contains("too short"));
+  }
+  SECTION("empty") {
+    write_bytes(path, {});
+    REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }), Contains(path) && Contains("too short"));
+  }
+  SECTION("missing") {
+    const std::string none = tmp.file("none.safetensors");
+    REQUIRE_THAT(error_of([&] { nn::load_safetensors(none); }), Contains(none) && Contains("not found"));
+  }
+}
+
+TEST_CASE("checkpoint: one flipped data bit fails the checksum", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("c.safetensors");
+  const std::vector<float> w = {1.0f, 2.0f, 3.0f, 4.0f};
+  nn::save_safetensors(path, {{"w", {4}, w.data()}});
+  std::vector<uint8_t> bytes = read_bytes(path);
+  bytes[bytes.size() - 6] ^= 0x10;
+  write_bytes(path, bytes);
+  REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }),
+               Contains("checkpoint " + path + " is corrupt: checksum mismatch") &&
+                   Contains("re-create it or restore a copy"));
+
+  // A malformed checksum is a mismatch too, never ignored.
+  const std::vector<uint8_t> data = le_bytes(w);
+  write_bytes(path, raw_file(R"({"__metadata__":{"nnlab.checksum":"xyz"},"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", data));
+  REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }), Contains("checksum mismatch"));
+}
+
+TEST_CASE("checkpoint: files from other writers load (whitespace, any order, escapes, no checksum)",
+          "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("other.safetensors");
+  const std::vector<float> x = {1.0f, 2.0f}, y = {-1.0f};
+  std::vector<uint8_t> data = le_bytes(y);
+  const std::vector<uint8_t> xb = le_bytes(x);
+  data.insert(data.end(), xb.begin(), xb.end());
+  const std::string header =
+      "{\n  \"x\": {\"shape\": [2], \"data_offsets\": [4, 12], \"dtype\": \"F32\"},\n"
+      "  \"y\\u0041\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\n"
+      "  \"__metadata__\": {\"format\": \"pt\", \"s\": \"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\/ \\n\"}\n}   ";
+  write_bytes(path, raw_file(header, data));
+  const nn::Checkpoint ck = nn::load_safetensors(path);
+  REQUIRE(bit_equal(ck.tensors.at("x"), x));
+  REQUIRE(bit_equal(ck.tensors.at("yA"), y));
+  REQUIRE(ck.metadata.at("format") == "pt");
+  REQUIRE(ck.metadata.at("s") == "caf\xC3\xA9 \xF0\x9F\x98\x80 \"q\" / \n");
+  REQUIRE(ck.metadata.count("nnlab.checksum") == 0);
+}
+
+TEST_CASE("checkpoint: garbage and malformed JSON headers are refused", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("bad.safetensors");
+  const std::vector<uint8_t> data = le_bytes({1.0f, 2.0f});
+  const std::string ok_entry = R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  auto error_with_header = [&](const std::string& header) {
+    write_bytes(path, raw_file(header, data));
+    return error_of([&] { nn::load_safetensors(path); });
+  };
+
+  // Each header, and a phrase its error must contain.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json at all", "does not start with '{'"},
+      {"[1,2]", "does not start with '{'"},
+      {"{", "unexpected end"},
+      {"{\"w\":", "unexpected end, expected a value"},
+      {"{" + ok_entry + ",}", "expected a string key"},
+      {"{" + ok_entry + "} x", "unexpected text after the JSON value"},
+      {"{" + ok_entry + "," + ok_entry + "}", "duplicate key \"w\""},
+      {"{\"w\" {}}", "expected ':'"},
+      {R"({"w":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})", "not an integer"},
+      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,1e3]}})", "not an integer"},
+      {R"({"w":{"dtype":"F32","shape":[02],"data_offsets":[0,8]}})", "leading zero"},
+      {R"({"w":{"dtype":"F32","shape":[99999999999999999999],"data_offsets":[0,8]}})", "too large for 64 bits"},
+      {R"({"w":{"dtype":true,"shape":[2],"data_offsets":[0,8]}})", "unexpected 't'"},
+      {R"({"w":{"dtype":"F3\q","shape":[2],"data_offsets":[0,8]}})", "unknown escape"},
+      {R"({"w\u12":{}})", "non-hex digit"},
+      {R"({"w\ud800":{}})", "high surrogate without its low surrogate"},
+      {R"({"w\udc00":{}})", "lone \\u low surrogate"},
+      {"{\"w\x01\":{}}", "raw control character"},
+      {"{\"w\xC3\x28\":{}}", "not UTF-8"},
+      {"{\"w\xED\xA0\x80\":{}}", "not UTF-8"},  // an encoded surrogate
+      {std::string(200, '[') + std::string(200, ']'), "does not start with '{'"},
+      {"{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}", "nesting deeper than 64"},
+      {"{\"w\":[1,2]}", "tensor 'w' is an array"},
+      {R"({"w":{"dtype":"F32","shape":[2]}})", "lacks one of dtype, shape, data_offsets"},
+      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"extra":1}})", "unknown field \"extra\""},
+      {R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", "non-negative integer"},
+      {R"({"w":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})", "shape is an integer"},
+      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", "two non-negative integers"},
+      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})", "two non-negative integers"},
+      {R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", "more elements than"},
+      {R"({"__metadata__":{"k":1},)" + ok_entry + "}", "__metadata__ entry 'k' is an integer"},
+      {R"({"__metadata__":"x",)" + ok_entry + "}", "__metadata__ is a string"},
+      {"{}", "the data section is 8 bytes but the tensors cover 0"},
+      {" ", "does not start with '{'"},
+  };
+  for (const auto& [header, phrase] : cases) {
+    INFO("header: " << header.substr(0, 120));
+    REQUIRE_THAT(error_with_header(header), Contains(path) && Contains(phrase));
+  }
+}
+
+TEST_CASE("checkpoint: header lengths beyond the file or the 100 MB limit", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("len.safetensors");
+  std::vector<uint8_t> bytes = raw_file("{}", {});
+  bytes[0] = 0xE8;  // 1000
+  bytes[1] = 0x03;
+  write_bytes(path, bytes);
+  REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }),
+               Contains(path) && Contains("declares a 1000-byte header, larger than the file (10 bytes)"));
+  bytes[7] = 0x80;  // 2^63 + 1000
+  write_bytes(path, bytes);
+  REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }), Contains(path) && Contains("100 MB"));
+  write_bytes(path, raw_file("", {1, 2, 3}));
+  REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }), Contains(path) && Contains("empty header"));
+}
+
+TEST_CASE("checkpoint: a dtype other than F32 is named in the error", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("f16.safetensors");
+  for (const std::string dtype : {"F16", "BF16", "I64", "F64"}) {
+    write_bytes(path, raw_file("{\"w\":{\"dtype\":\"" + dtype + "\",\"shape\":[2],\"data_offsets\":[0,4]}}", {0, 0, 0, 0}));
+    REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }),
+                 Contains(path) && Contains("tensor 'w' has dtype " + dtype) && Contains("only F32"));
+  }
+}
+
+TEST_CASE("checkpoint: offsets must tile the data section exactly", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("off.safetensors");
+  auto error_with = [&](const std::string& header, size_t data_bytes) {
+    write_bytes(path, raw_file(header, std::vector<uint8_t>(data_bytes, 0)));
+    return error_of([&] { nn::load_safetensors(path); });
+  };
+  REQUIRE_THAT(error_with(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                          12),
+               Contains(path) && Contains("tensors 'a' [0, 8] and 'b' [4, 12] overlap"));
+  REQUIRE_THAT(error_with(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                          8),
+               Contains("overlap"));
+  REQUIRE_THAT(error_with(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
+               Contains(path) && Contains("[0, 8] past the end of the 4-byte data section"));
+  REQUIRE_THAT(error_with(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+               Contains(path) && Contains("shape (3) = 12 bytes of F32, but its data_offsets [0, 8] span 8 bytes"));
+  REQUIRE_THAT(error_with(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8),
+               Contains("end before they begin"));
+  REQUIRE_THAT(error_with(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+               Contains("a gap of 4 bytes before tensor 'a'"));
+  REQUIRE_THAT(error_with(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9),
+               Contains("the data section is 9 bytes but the tensors cover 4"));
+}
+
+TEST_CASE("checkpoint: random damage never crashes, it loads or throws nn::Error", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("fuzz.safetensors");
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {7, 8};
+  nn::save_safetensors(path, {{"a", {2, 3}, a.data()}, {"b", {2}, b.data()}}, {{"k", "v"}});
+  const std::vector<uint8_t> good = read_bytes(path);
+  nn::Rng rng(2024);
+  int loaded = 0, refused = 0;
+  // (Each iteration writes and reads a file: kept to a few hundred, as file I/O dominates.)
+  const int iterations = 400;
+  for (int it = 0; it < iterations; ++it) {
+    std::vector<uint8_t> bytes = good;
+    const uint32_t flips = 1 + rng.below(3);
+    for (uint32_t f = 0; f < flips; ++f) {
+      bytes[rng.below(static_cast<uint32_t>(bytes.size()))] = static_cast<uint8_t>(rng.next_u32());
+    }
+    if (rng.below(4) == 0) bytes.resize(rng.below(static_cast<uint32_t>(bytes.size())));
+    write_bytes(path, bytes);
+    try {
+      const nn::Checkpoint ck = nn::load_safetensors(path);
+      ++loaded;
+    } catch (const nn::Error&) {
+      ++refused;
+    }
+  }
+  CAPTURE(loaded, refused);
+  REQUIRE(loaded + refused == iterations);
+  REQUIRE(refused > iterations * 8 / 10);  // only flips that keep the JSON's meaning (a name, a value) load
+
+  // Pure garbage with a plausible length prefix.
+  for (int it = 0; it < 100; ++it) {
+    std::vector<uint8_t> bytes(8 + rng.below(300));
+    for (uint8_t& x : bytes) x = static_cast<uint8_t>(rng.next_u32());
+    const uint64_t n = rng.below(static_cast<uint32_t>(bytes.size()));
+    for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(n >> (8 * i));
+    write_bytes(path, bytes);
+    REQUIRE_THROWS_AS(nn::load_safetensors(path), nn::Error);
+  }
+}
+
+TEST_CASE("checkpoint: save refuses bad tensor lists", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("s.safetensors");
+  const std::vector<float> v = {1, 2};
+  REQUIRE_THAT(error_of([&] { nn::save_safetensors(path, {{"w", {2}, v.data()}, {"w", {2}, v.data()}}); }),
+               Contains(path) && Contains("two tensors are named 'w'"));
+  REQUIRE_THAT(error_of([&] { nn::save_safetensors(path, {{"", {2}, v.data()}}); }), Contains("empty name"));
+  REQUIRE_THAT(error_of([&] { nn::save_safetensors(path, {{"__metadata__", {2}, v.data()}}); }),
+               Contains("reserved"));
+  REQUIRE_THAT(error_of([&] { nn::save_safetensors(path, {{"w", {2}, nullptr}}); }), Contains("no data pointer"));
+  REQUIRE(!fs::exists(path));
+  REQUIRE(!fs::exists(path + ".tmp"));
+}
+
+// ---- params ----------------------------------------------------------------------------
+
+TEST_CASE("checkpoint: save_params / load_params, and a different model is named", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = tmp.file("model.safetensors");
+  nn::Rng rng(11);
+  std::vector<float> w1(4 * 3), b1(4), w2(2 * 4);
+  for (float& v : w1) v = rng.normal();
+  for (float& v : b1) v = rng.normal();
+  for (float& v : w2) v = rng.normal();
+  const std::vector<nn::Param> saved = {
+      {"fc1.weight", {4, 3}, w1.data(), nullptr}, {"fc1.bias", {4}, b1.data(), nullptr},
+      {"fc2.weight", {2, 4}, w2.data(), nullptr}};
+  nn::save_params(path, saved, {{"epoch", "5"}});
+
+  std::vector<float> lw1(12, 0.0f), lb1(4, 0.0f), lw2(8, 0.0f);
+  const std::vector<nn::Param> model = {
+      {"fc2.weight", {2, 4}, lw2.data(), nullptr}, {"fc1.weight", {4, 3}, lw1.data(), nullptr},
+      {"fc1.bias", {4}, lb1.data(), nullptr}};
+  const auto meta = nn::load_params(path, model);
+  REQUIRE(meta.at("epoch") == "5");
+  REQUIRE(lw1 == w1);
+  REQUIRE(lb1 == b1);
+  REQUIRE(lw2 == w2);
+
+  const std::string different = "checkpoint is from a different model: " + path;
+  std::vector<float> untouched(12, -9.0f), extra(3, -9.0f);
+  SECTION("a param the file does not have") {
+    const std::vector<nn::Param> bigger = {model[0], model[1], model[2], {"fc3.weight", {3}, extra.data(), nullptr}};
+    REQUIRE_THAT(error_of([&] { nn::load_params(path, bigger); }),
+                 Contains(different + " has no tensor 'fc3.weight' (the model's (3))"));
+  }
+  SECTION("a tensor the model does not have") {
+    const std::vector<nn::Param> smaller = {{"fc1.weight", {4, 3}, untouched.data(), nullptr},
+                                            {"fc1.bias", {4}, lb1.data(), nullptr}};
+    REQUIRE_THAT(error_of([&] { nn::load_params(path, smaller); }),
+                 Contains(different + " holds tensor 'fc2.weight' (2, 4) that the model does not have"));
+    REQUIRE(untouched == std::vector<float>(12, -9.0f));  // nothing was copied
+  }
+  SECTION("a shape mismatch") {
+    const std::vector<nn::Param> other = {{"fc1.weight", {3, 4}, untouched.data(), nullptr}, model[0], model[2]};
+    REQUIRE_THAT(error_of([&] { nn::load_params(path, other); }),
+                 Contains(different + " has tensor 'fc1.weight' of shape (4, 3), the model's is (3, 4)"));
+    REQUIRE(untouched == std::vector<float>(12, -9.0f));
+  }
+}
+
+// ---- atomic saving ---------------------------------------------------------------------
+
+TEST_CASE("checkpoint: saving is atomic: no .tmp left, a failed save keeps the old file", "[checkpoint]") {
+  TempDir tmp("ckpt");
+  const std::string path = (tmp.path / "runs" / "a" / "ck.safetensors").string();  // parents are created
+  const std::vector<float> v1 = {1, 2, 3}, v2 = {4, 5, 6};
+  nn::save_safetensors(path, {{"w", {3}, v1.data()}});
+  REQUIRE(!fs::exists(path + ".tmp"));
+  nn::save_safetensors(path, {{"w", {3}, v2.data()}});  // over an existing file
+  REQUIRE(!fs::exists(path + ".tmp"));
+  REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));
+
+  SECTION("the temporary file cannot be written") {
+    fs::create_directory(path + ".tmp");  // a directory where the .tmp file would go
+    REQUIRE_THAT(error_of([&] { nn::save_safetensors(path, {{"w", {3}, v1.data()}}); }),
+                 Contains(path + ".tmp") && Contains("cannot open"));
+    REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));  // the old checkpoint, intact
+  }
+  SECTION("the parent is a regular file") {
+    const std::string blocked = (tmp.path / "runs" / "a" / "ck.safetensors" / "inner.safetensors").string();
+    REQUIRE_THAT(error_of([&] { nn::save_safetensors(blocked, {{"w", {3}, v1.data()}}); }),
+                 Contains(blocked) && Contains("cannot create directory"));
+    REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));
+    REQUIRE(!fs::exists(blocked + ".tmp"));
+  }
+  SECTION("the target is a directory: the rename fails and the .tmp is removed") {
+    const std::string dir_target = (tmp.path / "runs" / "a").string();
+    REQUIRE_THAT(error_of([&] { nn::save_safetensors(dir_target, {{"w", {3}, v1.data()}}); }),
+                 Contains(dir_target) && Contains("cannot rename"));
+    REQUIRE(!fs::exists(dir_target + ".tmp"));
+    REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));
+  }
+  // Only the checkpoint itself is left (plus, in the first section, the blocking directory).
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path)) files += e.is_regular_file() ? 1 : 0;
+  REQUIRE(files == 1);
+}

@@ -1,0 +1,96 @@
+// The front door and the lesson programs: --help works, and every kind of bad input ends
+// in a clear message and a non-zero exit status, never a crash (status >= 128).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/cli_helpers.h"
+
+using testing::run_program;
+
+TEST_CASE("nnlab --help lists every subcommand", "[cli]") {
+  const auto r = run_program("nnlab", "--help");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  for (const char* sub : {"lesson01", "lesson02", "check", "info"}) {
+    REQUIRE_THAT(r.output, Catch::Contains(sub));
+  }
+}
+
+TEST_CASE("every subcommand and lesson program answers --help", "[cli]") {
+  for (const char* sub : {"lesson01", "lesson02", "check", "info"}) {
+    const auto r = run_program("nnlab", std::string(sub) + " --help");
+    INFO(sub << ": " << r.output);
+    REQUIRE(r.status == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("--help"));
+  }
+  for (const char* prog : {"lesson01", "lesson02"}) {
+    const auto r = run_program(prog, "--help");
+    INFO(prog << ": " << r.output);
+    REQUIRE(r.status == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("--part"));
+  }
+}
+
+TEST_CASE("bad flags and bad values exit non-zero with a message", "[cli]") {
+  struct Case {
+    const char* program;
+    const char* args;
+    const char* expect;  // part of the message
+  };
+  const Case cases[] = {
+      {"nnlab", "", "subcommand"},
+      {"nnlab", "lesson99", "lesson99"},
+      {"nnlab", "lesson02 --no-such-flag", "--no-such-flag"},
+      {"nnlab", "lesson02 --epochs 0", "--epochs"},
+      {"nnlab", "lesson02 --epochs many", "--epochs"},
+      {"nnlab", "lesson02 --lr -1", "--lr"},
+      {"nnlab", "lesson02 --part everything", "--part"},
+      {"nnlab", "lesson02 --optimizer rmsprop", "--optimizer"},
+      {"nnlab", "lesson02 --hidden 0", "--hidden"},
+      {"lesson02", "--batch-size -3", "--batch-size"},
+      {"nnlab", "lesson01 --part bogus", "--part"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_program(c.program, c.args);
+    INFO(c.program << " " << c.args << " -> status " << r.status << ":\n" << r.output);
+    REQUIRE(r.status != 0);
+    REQUIRE(r.status < 128);  // an error exit, not a crash
+    REQUIRE_THAT(r.output, Catch::Contains(c.expect));
+  }
+}
+
+TEST_CASE("a missing dataset is a clear error with a hint, not a crash", "[cli]") {
+  const auto r = run_program("nnlab", "lesson02 --part train --data-dir /nonexistent/nnlab-data --epochs 1");
+  INFO(r.output);
+  REQUIRE(r.status == 1);
+  REQUIRE_THAT(r.output, Catch::StartsWith("error: ") || Catch::Contains("\nerror: "));
+  REQUIRE_THAT(r.output, Catch::Contains("/nonexistent/nnlab-data"));
+  REQUIRE_THAT(r.output, Catch::Contains("fetch_data.py"));
+}
+
+TEST_CASE("a corrupt dataset file is a clear error, not a crash", "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "nnlab-test-cli-corrupt";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                           "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+    std::ofstream(dir / name, std::ios::binary) << "this is not an IDX file";
+  }
+  const auto r = run_program("nnlab", "lesson02 --part train --epochs 1 --data-dir " + dir.string());
+  INFO(r.output);
+  REQUIRE(r.status == 1);
+  REQUIRE_THAT(r.output, Catch::Contains("error: "));
+  REQUIRE_THAT(r.output, Catch::Contains("train-images-idx3-ubyte"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("nnlab info describes the build", "[cli]") {
+  const auto r = run_program("nnlab", "info");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("OpenMP threads"));
+  REQUIRE_THAT(r.output, Catch::Contains("CUDA"));
+}

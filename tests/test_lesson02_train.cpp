@@ -1,0 +1,191 @@
+// Lesson 02, part 3 end to end on a small dataset the test makes: 10 classes of 12x12
+// images, each class a bright bar at its own place plus noise. The real program runs
+// (data loading, training, evaluation, log, checkpoint, predictions) in well under a second.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "lessons/02-backprop/backprop.h"
+#include "nn/checkpoint.h"
+#include "nn/dataset.h"
+#include "nn/idx.h"
+#include "nn/rng.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Class c: a 2-pixel-wide bar, horizontal for c < 5 at row 2c+1, vertical for c >= 5 at
+// column 2(c-5)+1, on a noisy background.
+void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t seed) {
+  const int R = 12, C = 12;
+  nn::Rng rng(seed);
+  std::vector<uint8_t> images(static_cast<size_t>(n) * R * C), labels(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const int label = static_cast<int>(rng.below(10));
+    labels[static_cast<size_t>(i)] = static_cast<uint8_t>(label);
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < C; ++c) {
+        const bool on = label < 5 ? (r / 2 == label) : (c / 2 == label - 5);
+        const float v = (on ? 200.0f : 30.0f) + rng.normal(0.0f, 25.0f);
+        images[(static_cast<size_t>(i) * R + r) * C + c] = static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f));
+      }
+    }
+  }
+  nn::write_idx((dir / (prefix + "-images-idx3-ubyte")).string(), {n, R, C}, images);
+  nn::write_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), {n}, labels);
+}
+
+struct Fixture {
+  fs::path root = fs::temp_directory_path() / "nnlab-test-lesson02-train";
+  fs::path data = root / "data";
+  fs::path out = root / "out";
+  Fixture() {
+    fs::remove_all(root);
+    fs::create_directories(data);
+    make_split(data, "train", 1000, 1);
+    make_split(data, "t10k", 300, 2);
+  }
+  ~Fixture() { fs::remove_all(root); }
+
+  lesson02::Options options() const {
+    lesson02::Options o;
+    o.part = "train";
+    o.data_dir = data.string();
+    o.out_dir = out.string();
+    o.hidden = {32};
+    o.epochs = 3;
+    o.batch_size = 50;
+    o.threads = 1;
+    return o;
+  }
+};
+
+int run_quietly(const lesson02::Options& o, std::string& printed) {
+  std::ostringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  int status = -1;
+  try {
+    status = lesson02::run_train_part(o);
+  } catch (...) {
+    std::cout.rdbuf(old);
+    printed = captured.str();
+    throw;
+  }
+  std::cout.rdbuf(old);
+  printed = captured.str();
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("lesson 02 training learns, logs, checkpoints and predicts", "[lesson02][train]") {
+  Fixture f;
+  std::string printed;
+  REQUIRE(run_quietly(f.options(), printed) == 0);
+  INFO(printed);
+  REQUIRE_THAT(printed, Catch::Contains("epoch  3/3"));
+  REQUIRE_THAT(printed, Catch::Contains("test accuracy"));
+
+  // the log: one epoch record per epoch, the last one accurate
+  std::ifstream log(f.out / "log.jsonl");
+  std::string line, last_epoch;
+  int epoch_records = 0;
+  while (std::getline(log, line)) {
+    if (line.find("\"kind\": \"epoch\"") != std::string::npos) {
+      ++epoch_records;
+      last_epoch = line;
+    }
+  }
+  REQUIRE(epoch_records == 3);
+  const auto pos = last_epoch.find("\"test_acc\": ");
+  REQUIRE(pos != std::string::npos);
+  const double test_acc = std::stod(last_epoch.substr(pos + 12));
+  CAPTURE(last_epoch);
+  REQUIRE(test_acc > 0.95);  // the bars are easy to tell apart; a broken backward stays near 0.1
+
+  // the checkpoint: every layer with its shape, and the metadata
+  const nn::Checkpoint ck = nn::load_safetensors((f.out / "mlp.safetensors").string());
+  REQUIRE(ck.tensors.at("fc1.weight").shape() == nn::Shape{32, 144});
+  REQUIRE(ck.tensors.at("fc2.weight").shape() == nn::Shape{10, 32});
+  REQUIRE(ck.tensors.at("fc2.bias").shape() == nn::Shape{10});
+  REQUIRE(ck.metadata.at("epoch") == "3");
+  REQUIRE(ck.metadata.at("sizes") == "144-32-10");
+
+  // predictions: a header and one row per test image
+  std::ifstream pred(f.out / "predictions.csv");
+  int rows = 0;
+  std::getline(pred, line);
+  REQUIRE(line == "index,label,prediction,confidence");
+  while (std::getline(pred, line)) ++rows;
+  REQUIRE(rows == 300);
+}
+
+TEST_CASE("lesson 02 training is reproducible from its seed", "[lesson02][train]") {
+  Fixture f;
+  auto opts = f.options();
+  opts.epochs = 1;
+  std::string printed;
+  auto read_weights = [&] {
+    const nn::Checkpoint ck = nn::load_safetensors((f.out / "mlp.safetensors").string());
+    const nn::Tensor& w = ck.tensors.at("fc1.weight");
+    return std::vector<float>(w.data(), w.data() + w.numel());
+  };
+  REQUIRE(run_quietly(opts, printed) == 0);
+  const auto first = read_weights();
+  REQUIRE(run_quietly(opts, printed) == 0);
+  REQUIRE(read_weights() == first);  // bit for bit
+  opts.seed += 1;
+  REQUIRE(run_quietly(opts, printed) == 0);
+  REQUIRE(read_weights() != first);
+}
+
+TEST_CASE("a diverging run stops with a clear message and keeps the last good checkpoint",
+          "[lesson02][train]") {
+  Fixture f;
+  auto opts = f.options();
+  opts.epochs = 1;
+  std::string printed;
+  REQUIRE(run_quietly(opts, printed) == 0);  // a good checkpoint exists
+  const auto good = nn::load_safetensors((f.out / "mlp.safetensors").string());
+
+  opts.epochs = 2;
+  opts.optimizer = "sgd";
+  opts.momentum = 0.0f;
+  opts.lr = 1e4f;  // absurd: the weights explode to inf and the loss to NaN
+  opts.lr_min_frac = 1.0f;
+  REQUIRE_THROWS_WITH(run_quietly(opts, printed), Catch::Contains("the loss became") &&
+                                                      Catch::Contains("--lr"));
+  // the previous run's checkpoint is untouched
+  const auto after = nn::load_safetensors((f.out / "mlp.safetensors").string());
+  REQUIRE(after.metadata == good.metadata);
+}
+
+// The real thing, briefly: one epoch on the full Fashion-MNIST from Debian's package
+// (or wherever find_dataset_dir finds it). Tagged [slow]: ~10-20 s on 2 cores.
+TEST_CASE("lesson 02 learns real Fashion-MNIST in one epoch", "[lesson02][train][slow]") {
+  std::string dir;
+  try {
+    dir = nn::find_dataset_dir("fashion-mnist");
+  } catch (const nn::Error& e) {
+    WARN("SKIPPED: Fashion-MNIST not installed (" << e.what() << ")");
+    return;
+  }
+  const fs::path out = fs::temp_directory_path() / "nnlab-test-lesson02-real";
+  lesson02::Options o;
+  o.part = "train";
+  o.data_dir = dir;
+  o.out_dir = out.string();
+  o.epochs = 1;
+  std::string printed;
+  REQUIRE(run_quietly(o, printed) == 0);
+  INFO(printed);
+  const nn::Checkpoint ck = nn::load_safetensors((out / "mlp.safetensors").string());
+  const double acc = std::stod(ck.metadata.at("test_accuracy"));
+  REQUIRE(acc > 0.84);  // one epoch of the default run; a broken backward stays near 0.10
+  fs::remove_all(out);
+}
