@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "nn/check.h"
 #include "nn/checkpoint.h"
 #include "nn/optim.h"
@@ -25,48 +26,14 @@
 #include "nn/tensor.h"
 
 namespace fs = std::filesystem;
+using namespace testing;  // TempDir, error_of, read_bytes, write_bytes (tests/test_util.h)
 using Catch::Contains;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it at scope end.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    std::random_device rd;
-    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    path = fs::temp_directory_path() /
-           ("nnlab-tests-" + tag + "-" + std::to_string(rd()) + "-" + std::to_string(now));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const nn::Error& e) {
-    return e.what();
-  }
-  return "<no nn::Error was thrown>";
-}
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
-void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
 
 uint32_t bits_of(float f) {
   uint32_t u = 0;

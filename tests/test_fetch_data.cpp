@@ -12,29 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 namespace fs = std::filesystem;
+using namespace testing;  // TempDir, error_of, read_bytes, write_bytes (tests/test_util.h)
 using Catch::Contains;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it at scope end.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    std::random_device rd;
-    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    path = fs::temp_directory_path() /
-           ("nnlab-tests-" + tag + "-" + std::to_string(rd()) + "-" + std::to_string(now));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 const std::string kScript = std::string(NNLAB_SOURCE_DIR) + "/scripts/fetch_data.py";
 
