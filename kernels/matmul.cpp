@@ -119,8 +119,10 @@ const std::vector<SgemmVersion>& sgemm_versions() {
 
 const SgemmVersion& sgemm_version(const std::string& number_or_name) {
   for (const SgemmVersion& v : sgemm_versions()) {
-    if (number_or_name == std::to_string(v.number) ||
-        number_or_name == "v" + std::to_string(v.number) || number_or_name == v.name) {
+    const std::string number = std::to_string(v.number);
+    const bool with_v = number_or_name.size() > 1 && number_or_name[0] == 'v' &&
+                        number_or_name.compare(1, std::string::npos, number) == 0;
+    if (number_or_name == number || with_v || number_or_name == v.name) {
       return v;
     }
   }

@@ -2,6 +2,8 @@
 # scripts/bench_lesson02.sh: run lesson 02's default training and record its figures
 # (test accuracy, time, images/s) with the machine it ran on in
 # docs/benchmarks/lesson02-mlp.md. Extra arguments go to the training program.
+# EXTRA_SEEDS="1 2" also trains with those seeds and records each final accuracy, to show
+# the result is not one lucky seed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset release >/dev/null
@@ -29,15 +31,25 @@ for line in open(sys.argv[1]):
           f"{100*r['test_acc']:.2f}% | {r['images_per_s']:.0f} | {r['elapsed_s']:.1f} s |")
 PY
 )
+seeds_table=""
+if [[ -n "${EXTRA_SEEDS:-}" ]]; then
+  seeds_table=$'\n## Other seeds\n\n| seed | test accuracy | training time |\n|---|---|---|'
+  for seed in $EXTRA_SEEDS; do
+    line=$(./build/release/bin/nnlab lesson02 --part train --out-dir "$out-seed$seed" --seed "$seed" "$@" | grep '^result')
+    acc=$(sed -n 's/.*test accuracy \([0-9.]*%\).*/\1/p' <<<"$line")
+    took=$(sed -n 's/.*trained in \([0-9:]*\).*/\1/p' <<<"$line")
+    seeds_table+=$'\n'"| $seed | $acc | $took |"
+  done
+fi
 mkdir -p docs/benchmarks
 cat > docs/benchmarks/lesson02-mlp.md <<MD
 # Lesson 02: MLP on Fashion-MNIST, default run
 
-Produced by \`bash scripts/bench_lesson02.sh $*\` on $(date -u +%Y-%m-%d).
+Produced by \`${EXTRA_SEEDS:+EXTRA_SEEDS=\"$EXTRA_SEEDS\" }bash scripts/bench_lesson02.sh${*:+ $*}\` on $(date -u +%Y-%m-%d).
 
 - machine: ${cpu:-unknown CPU}, $(nproc) cores, $(free -g 2>/dev/null | awk '/^Mem:/{print $2 " GiB"}')
 - build: release preset, $(c++ --version | head -1), SIMD ${flags}
-- command: \`nnlab lesson02 --part train $*\`
+- command: \`nnlab lesson02 --part train${*:+ $*}\`
 - ${data}
 - ${model}
 - ${optim}
@@ -49,5 +61,6 @@ Goal (issue 2): at least 88.5% test accuracy (a published 256-128-100 MLP reache
 figure is the last epoch's, not the best one (no selection on the test set).
 
 ${epochs_table}
+${seeds_table}
 MD
 echo "wrote docs/benchmarks/lesson02-mlp.md"
