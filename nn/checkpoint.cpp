@@ -7,6 +7,7 @@
 //   reading     header length, schema, offsets, checksum, tensors
 //   params      save_params / load_params on top of the two above
 #include "nn/checkpoint.h"
+#include "nn/file_io.h"
 
 #include <algorithm>
 #include <bit>
@@ -521,22 +522,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
 }
 
 std::vector<uint8_t> read_whole_file(const std::string& path) {
-  std::error_code ec;
-  NN_CHECK(fs::exists(path, ec), "checkpoint " << path << " not found: check the path, or train first to "
-                                                          "create it");
-  NN_CHECK(!fs::is_directory(path, ec), "checkpoint " << path << " is a directory, not a file");
-  const uintmax_t size = fs::file_size(path, ec);
-  NN_CHECK(!ec, "cannot get the size of checkpoint " << path << ": " << ec.message());
-  std::ifstream in(path, std::ios::binary);
-  NN_CHECK(in.is_open(), "cannot open checkpoint " << path << " for reading: check its permissions");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (!bytes.empty()) {
-    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  }
-  NN_CHECK(in.gcount() == static_cast<std::streamsize>(bytes.size()),
-           "read only " << in.gcount() << " of " << bytes.size() << " bytes of checkpoint " << path
-                        << ": was it changed while reading?");
-  return bytes;
+  return read_file(path, "checkpoint", "check the path, or train first to create it");
 }
 
 }  // namespace

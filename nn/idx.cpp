@@ -7,6 +7,7 @@
 // Every check ends in an nn::Error naming the file: the input can be a truncated download,
 // a wrong file or plain garbage, and none of those may crash or give half-zero images.
 #include "nn/idx.h"
+#include "nn/file_io.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -58,27 +59,9 @@ const char* idx_type_name(uint8_t type) {
 // ---- 1. the raw bytes ------------------------------------------------------------------
 
 std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes) {
-  std::error_code ec;
-  const bool exists = std::filesystem::exists(path, ec);
-  NN_CHECK(exists, "IDX file " << path << " not found: check the path, or fetch the dataset "
-                               "(python3 scripts/fetch_data.py fashion-mnist)");
-  NN_CHECK(!std::filesystem::is_directory(path, ec),
-           "IDX file " << path << " is a directory, not a file: pass the file inside it");
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  NN_CHECK(!ec, "cannot get the size of IDX file " << path << ": " << ec.message());
-  NN_CHECK(size <= max_bytes, "IDX file " << path << " is " << size << " bytes, more than the "
-                                          << max_bytes << " this reader accepts (1 GiB of data): "
-                                             "is it the right file?");
-  std::ifstream in(path, std::ios::binary);
-  NN_CHECK(in.is_open(), "cannot open IDX file " << path << " for reading: check its permissions");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (!bytes.empty()) {
-    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  }
-  NN_CHECK(in.gcount() == static_cast<std::streamsize>(bytes.size()),
-           "read only " << in.gcount() << " of " << bytes.size() << " bytes from IDX file " << path
-                        << ": was it changed while reading?");
-  return bytes;
+  return read_file(path, "IDX file",
+                   "check the path, or fetch the dataset (python3 scripts/fetch_data.py fashion-mnist)",
+                   max_bytes);
 }
 
 // ---- 2. gzip ---------------------------------------------------------------------------

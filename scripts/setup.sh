@@ -54,7 +54,7 @@ case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 setup (macOS): install the tools with Homebrew, then configure with libomp's prefix:
-  brew install cmake ninja libomp cli11 catch2@2 python
+  brew install cmake ninja libomp cli11 catch2 python
   python3 -m pip install -r notebooks/requirements.txt
   cmake --preset release -DOpenMP_ROOT="$(brew --prefix libomp)"
 Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist

@@ -16,28 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "lessons/01-neuron/neuron.h"
 #include "nn/check.h"
+
+using testing::CaptureCout;
 
 namespace {
 
 using lesson01::Activation;
 using lesson01::Example;
 using lesson01::Neuron;
-
-// Everything written to std::cout while it lives goes into `text()` instead.
-class CaptureCout {
- public:
-  CaptureCout() : old_(std::cout.rdbuf(buffer_.rdbuf())) {}
-  ~CaptureCout() { std::cout.rdbuf(old_); }
-  CaptureCout(const CaptureCout&) = delete;
-  CaptureCout& operator=(const CaptureCout&) = delete;
-  std::string text() const { return buffer_.str(); }
-
- private:
-  std::ostringstream buffer_;
-  std::streambuf* old_;
-};
 
 // Parses `args` (without the program name) the way `nnlab lesson01 ...` would.
 lesson01::Options parse(std::vector<std::string> args) {

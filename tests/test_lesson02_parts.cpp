@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "lessons/02-backprop/autograd.h"
 #include "lessons/02-backprop/backprop.h"
 #include "lessons/02-backprop/loops.h"
@@ -20,6 +21,8 @@
 using lesson02::Expression;
 using lesson02::Graph;
 using lesson02::Value;
+
+using testing::CaptureCout;
 
 namespace {
 
@@ -57,20 +60,6 @@ double away_from_zero(nn::Rng& rng) {
   const double magnitude = 0.3 + 1.2 * static_cast<double>(rng.uniform());
   return rng.uniform() < 0.5f ? -magnitude : magnitude;
 }
-
-// Redirects std::cout into a string for as long as it lives, even if a test throws.
-class CaptureCout {
- public:
-  CaptureCout() : saved_(std::cout.rdbuf(buffer_.rdbuf())) {}
-  ~CaptureCout() { std::cout.rdbuf(saved_); }
-  CaptureCout(const CaptureCout&) = delete;
-  CaptureCout& operator=(const CaptureCout&) = delete;
-  std::string text() const { return buffer_.str(); }
-
- private:
-  std::ostringstream buffer_;
-  std::streambuf* saved_;
-};
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "nn/dataset.h"
 #include "nn/idx.h"
 #include "nn/rng.h"
+#include "tests/test_util.h"
 
 namespace fs = std::filesystem;
 
@@ -65,20 +66,15 @@ struct Fixture {
   }
 };
 
+// Runs part 3 with its output captured into `printed` (also when it throws).
 int run_quietly(const lesson02::Options& o, std::string& printed) {
-  std::ostringstream captured;
-  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
-  int status = -1;
-  try {
-    status = lesson02::run_train_part(o);
-  } catch (...) {
-    std::cout.rdbuf(old);
-    printed = captured.str();
-    throw;
-  }
-  std::cout.rdbuf(old);
-  printed = captured.str();
-  return status;
+  testing::CaptureCout capture;
+  struct SaveOnExit {
+    testing::CaptureCout& capture;
+    std::string& printed;
+    ~SaveOnExit() { printed = capture.text(); }
+  } save{capture, printed};
+  return lesson02::run_train_part(o);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// tests/test_util.h: small helpers the file-handling tests share.
+// tests/test_util.h: small helpers the tests share.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <iterator>
 #include <random>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -59,5 +61,19 @@ inline void write_bytes(const std::string& path, const std::vector<uint8_t>& byt
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   REQUIRE(out.good());
 }
+
+// Redirects std::cout into a string for as long as it lives, even if a test throws.
+class CaptureCout {
+ public:
+  CaptureCout() : saved_(std::cout.rdbuf(buffer_.rdbuf())) {}
+  ~CaptureCout() { std::cout.rdbuf(saved_); }
+  CaptureCout(const CaptureCout&) = delete;
+  CaptureCout& operator=(const CaptureCout&) = delete;
+  std::string text() const { return buffer_.str(); }
+
+ private:
+  std::ostringstream buffer_;  // declared first: constructed before saved_ points cout at it
+  std::streambuf* saved_;
+};
 
 }  // namespace testing

@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <iostream>
 #include <numbers>
+#include <optional>
 #include <sstream>
 
 #include "lessons/02-backprop/backprop.h"
@@ -155,10 +156,14 @@ int run_train_part(const Options& o) {
   std::cout << "model     MLP " << join_sizes(cfg.sizes) << ", " << o.activation << ", "
             << model.num_params() << " parameters\n";
 
-  // Optimizer.
-  nn::Adam adam(params, {o.lr, 0.9f, 0.999f, 1e-8f, o.weight_decay});
-  nn::Sgd sgd(params, {o.lr, o.momentum, o.weight_decay});
-  const bool use_adam = o.optimizer == "adam";
+  // Optimizer: one of the two, holding its state (Adam: m and v; SGD: the velocity).
+  std::optional<nn::Adam> adam;
+  std::optional<nn::Sgd> sgd;
+  if (o.optimizer == "adam") {
+    adam.emplace(params, nn::AdamConfig{o.lr, 0.9f, 0.999f, 1e-8f, o.weight_decay});
+  } else {
+    sgd.emplace(params, nn::SgdConfig{o.lr, o.momentum, o.weight_decay});
+  }
   std::cout << "optimizer " << o.optimizer << ", lr " << o.lr << " cosine-decayed to "
             << o.lr * o.lr_min_frac << ", batch " << o.batch_size << ", " << o.epochs
             << " epochs, seed " << o.seed << ", " << omp_get_max_threads() << " threads\n";
@@ -194,8 +199,6 @@ int run_train_part(const Options& o) {
     float lr = o.lr;
     for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
       lr = cosine_lr(o.lr, o.lr_min_frac, step, total_steps);
-      adam.config().lr = lr;
-      sgd.config().lr = lr;
 
       // forward: logits (B,V), then the loss
       const float* logits = model.forward(x.data(), B);
@@ -221,9 +224,14 @@ int run_train_part(const Options& o) {
       nn::softmax_cross_entropy_backward(dlogits.data(), probs.data(), y.data(), B, V);
       model.backward(dlogits.data(), B);
 
-      // update
-      if (use_adam) adam.step();
-      else sgd.step();
+      // update, with this step's learning rate
+      if (adam) {
+        adam->config().lr = lr;
+        adam->step();
+      } else {
+        sgd->config().lr = lr;
+        sgd->step();
+      }
       ++step;
 
       const double seconds = bar.elapsed_s();
