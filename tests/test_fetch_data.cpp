@@ -24,13 +24,6 @@ const std::string kScript = std::string(NNLAB_SOURCE_DIR) + "/scripts/fetch_data
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Runs `command`, its stdout and stderr into `log`; returns the exit status (0 = success).
 int run(const std::string& command, const std::string& log) {
   return std::system((command + " > " + quoted(log) + " 2>&1").c_str());

@@ -21,6 +21,7 @@
 #include "nn/check.h"
 
 using testing::CaptureCout;
+using testing::read_text;
 
 namespace {
 
@@ -355,15 +356,6 @@ TEST_CASE("lesson01: bad flags and values are refused by the parser", "[lesson01
 
 namespace {
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream file(path);
-  INFO("reading " << path);
-  REQUIRE(file.is_open());
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 std::string trim(const std::string& line) {
   const size_t first = line.find_first_not_of(" \t");
   if (first == std::string::npos) return "";
@@ -400,8 +392,8 @@ std::string run_captured(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST_CASE("lesson01: the README quotes the code and the output as they are", "[lesson01]") {
-  const std::string readme = read_text_file(NNLAB_SOURCE_DIR "/lessons/01-neuron/README.md");
-  const std::string source = read_text_file(NNLAB_SOURCE_DIR "/lessons/01-neuron/neuron.cpp");
+  const std::string readme = read_text(NNLAB_SOURCE_DIR "/lessons/01-neuron/README.md");
+  const std::string source = read_text(NNLAB_SOURCE_DIR "/lessons/01-neuron/neuron.cpp");
 
   // Every line of a ```cpp block is a line of neuron.cpp.
   const std::vector<std::string> code_lines = fenced_lines(readme, "cpp");

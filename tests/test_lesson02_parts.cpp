@@ -23,6 +23,7 @@ using lesson02::Graph;
 using lesson02::Value;
 
 using testing::CaptureCout;
+using testing::read_text;
 
 namespace {
 
@@ -378,15 +379,6 @@ TEST_CASE("part loops checks against the autograd, trains, and traces one exampl
 
 // ---- the lesson text quotes the programs: keep the quotes true ------------------------------------
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  INFO("cannot read " << path);
-  REQUIRE(file.is_open());
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

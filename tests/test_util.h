@@ -51,6 +51,16 @@ inline std::string error_of(const std::function<void()>& f) {
   return "<no nn::Error was thrown>";
 }
 
+// The whole file as text; the file must exist.
+inline std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  INFO("cannot read " << path);
+  REQUIRE(file.is_open());
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
