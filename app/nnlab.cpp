@@ -3,6 +3,7 @@
 //   nnlab lesson01 [--trace]          a neuron and an MLP in plain loops
 //   nnlab lesson02 [--part train]     backprop; train an MLP on Fashion-MNIST
 //   nnlab check                       check your exercises, first failure first
+//   nnlab bench [op...]               validate, then time, every version of a kernel
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
 //
 // Each subcommand is the same code as the lesson's stand-alone program (lessons/NN-*/main.cpp).
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <string>
 
+#include "app/bench.h"
 #include "app/check.h"
 #include "app/info.h"
 #include "lessons/01-neuron/neuron.h"
@@ -37,6 +39,11 @@ int main(int argc, char** argv) {
   CLI::App* check_cmd = app.add_subcommand("check", "Check your exercises (exercises/), first failure first");
   app::add_check_options(*check_cmd, check_opts);
 
+  app::BenchOptions bench_opts;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Benchmark kernels: validate every version, then time it, against measured ceilings");
+  app::add_bench_options(*bench_cmd, bench_opts);
+
   CLI::App* info_cmd = app.add_subcommand("info", "Show what this build can do: compiler, SIMD, threads, CUDA");
 
   // CLI11 reports an unknown first word only as "a subcommand is required"; name it.
@@ -49,7 +56,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, check, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -63,6 +70,7 @@ int main(int argc, char** argv) {
     if (*lesson01_cmd) return lesson01::run(lesson01_opts);
     if (*lesson02_cmd) return lesson02::run(lesson02_opts);
     if (*check_cmd) return app::run_check(check_opts);
+    if (*bench_cmd) return app::run_bench(bench_opts);
     if (*info_cmd) return app::run_info();
     return 2;  // unreachable: require_subcommand(1)
   });

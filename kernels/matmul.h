@@ -11,12 +11,21 @@
 //   backward  dx (B,C)  = dy (B,OC) * W (OC,C)      -> sgemm(No,  No,  B, C, OC, ...)
 //   backward  dW (OC,C) += dy^T (OC,B) * x (B,C)    -> sgemm(Yes, No,  OC, C, B, ..., beta=1)
 //
-// Versions (see kernels/matmul.cpp for what each one changes and what it reached):
-//   v1  naive triple loop, i-j-k, one dot product per output: the reference.
-//   v2  loop order i-k-j, so the innermost loop streams rows of B and C (unit stride,
-//       vectorisable without reordering a sum); rows of C split across OpenMP threads.
-// Lesson 03 (issue 3) extends the ladder: cache blocking, a packed SIMD micro-kernel,
-// and threads over blocks.
+// Versions (code and reasoning in kernels/matmul.cpp; figures: 1 thread unless noted,
+// 1024^3, on the machine recorded in docs/benchmarks/lesson03-matmul.md):
+//   v1  naive i-j-k: one dot product per output; B read down a column, so every step of
+//       k touches a new cache line. The reference.                         FIG_V1
+//   v2  loop order i-k-j: the inner loop streams rows of B and C (unit stride) and
+//       vectorises without reordering a sum. Bottleneck now: all of B passes
+//       through the cache once per row of C.                               FIG_V2
+//   v3  cache blocking: a KB x NB block of B stays in L2 while every row of C uses it.
+//       Bottleneck now: one load + one store of C per FMA.                 FIG_V3
+//   v4  packed panels + a 6x16 register tile (the micro-kernel), in portable C++ the
+//       compiler vectorises as it can: C stays in registers over all of k.   FIG_V4
+//   v5  the same micro-kernel in this CPU's intrinsics (AVX-512 / AVX2+FMA / NEON,
+//       chosen at compile time, kernels/simd.h): every FMA unit busy.      FIG_V5
+//   v6  v5 with the rows of C split across OpenMP threads.                  FIG_V6
+// sgemm() below is v6: the fastest validated version, what nn/ calls.
 #pragma once
 
 #include <string>
@@ -32,6 +41,14 @@ using SgemmFn = void (*)(Trans ta, Trans tb, int M, int N, int K, float alpha, c
 void sgemm_v1(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc);
 void sgemm_v2(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc);
+void sgemm_v3(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc);
+void sgemm_v4(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc);
+void sgemm_v5(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc);
+void sgemm_v6(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc);
 
 // The fastest validated version: what nn/ calls, and what the benchmark names "default".

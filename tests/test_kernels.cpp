@@ -94,7 +94,11 @@ void check_version(const kernels::SgemmVersion& v, const Problem& p, nn::Rng& rn
 
 TEST_CASE("every sgemm version matches the float64 reference in every transpose form", "[kernels]") {
   nn::Rng rng(11);
-  const int sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {64, 64, 64}, {70, 129, 31}};
+  // Small and ragged sizes, then sizes that cross the packed versions' block edges
+  // (MC = 120 rows, KC = 256 deep, NC = 2048 wide; see kernels/matmul.cpp), so the
+  // second block of each loop, and a ragged last block, are exercised too.
+  const int sizes[][3] = {{1, 1, 1},    {7, 5, 3},     {33, 17, 65}, {64, 64, 64},
+                          {70, 129, 31}, {131, 37, 301}, {13, 2061, 9}, {250, 20, 520}};
   for (const auto& v : kernels::sgemm_versions()) {
     for (Trans ta : {Trans::No, Trans::Yes}) {
       for (Trans tb : {Trans::No, Trans::Yes}) {

@@ -1,0 +1,481 @@
+// kernels/harness.cpp: reference -> validate -> time -> napkin math, for every op.
+#include "kernels/harness.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "kernels/simd.h"
+
+#ifndef NNLAB_CXX_FLAGS
+#define NNLAB_CXX_FLAGS "unknown"
+#endif
+
+namespace kernels::harness {
+
+// ---- 1-2. validation ------------------------------------------------------------------
+
+uint64_t Random::next_u64() {
+  // splitmix64 (Steele, Lea, Flood 2014): a counter through a strong bit mixer.
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+float Random::uniform(float lo, float hi) {
+  // The top 24 bits make a float in [0, 1) exactly.
+  const float unit = static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f);
+  return lo + (hi - lo) * unit;
+}
+
+void fill_random(std::span<float> out, uint64_t seed, float lo, float hi) {
+  Random rng(seed);
+  for (float& x : out) x = rng.uniform(lo, hi);
+  // An all-zero buffer would let a kernel that writes nothing pass: make sure.
+  if (!out.empty() && std::all_of(out.begin(), out.end(), [](float x) { return x == 0.0f; })) {
+    out[0] = hi > 0.0f ? hi / 2 : lo / 2;
+  }
+}
+
+GuardedBuffer::GuardedBuffer(size_t n, size_t misalign, float fill) : n_(n) {
+  constexpr size_t kAlignFloats = 64 / sizeof(float);
+  storage_.assign(n + kAlignFloats + misalign + kGuard, kSentinel);
+  // First 64-byte boundary inside the storage, then `misalign` floats past it.
+  const auto base = reinterpret_cast<uintptr_t>(storage_.data());
+  const size_t to_boundary = ((64 - base % 64) % 64) / sizeof(float);
+  offset_ = to_boundary + misalign;
+  std::fill(storage_.begin() + static_cast<ptrdiff_t>(offset_),
+            storage_.begin() + static_cast<ptrdiff_t>(offset_ + n), fill);
+}
+
+std::string GuardedBuffer::guard_damage(const std::string& name) const {
+  for (size_t g = 0; g < kGuard; ++g) {
+    const float v = storage_[offset_ + n_ + g];
+    if (!(v == kSentinel)) {
+      std::ostringstream os;
+      os << name << ": the sentinel " << g << " past the end (index " << n_ + g << " of a "
+         << n_ << "-element buffer) was overwritten with " << v << ": a write runs past the end\n";
+      return os.str();
+    }
+  }
+  return "";
+}
+
+namespace {
+
+void note_mismatch(Check& c, const std::string& name, size_t i, float got, double want,
+                   size_t max_listed) {
+  if (c.mismatches < max_listed) {
+    std::ostringstream os;
+    os << std::setprecision(8) << "  " << name << "[" << i << "] = " << got
+       << " but the reference says " << want << "\n";
+    c.report += os.str();
+  }
+  ++c.mismatches;
+}
+
+void compare_one(Check& c, const std::string& name, size_t i, float got, double want, Tolerance tol,
+                 size_t max_listed) {
+  ++c.checked;
+  const double err = std::fabs(static_cast<double>(got) - want);
+  // Written so that NaN fails: every comparison with NaN is false.
+  const bool ok = err <= tol.atol + tol.rtol * std::fabs(want);
+  if (!ok) {
+    note_mismatch(c, name, i, got, want, max_listed);
+  }
+  if (std::isfinite(err)) c.max_abs_err = std::max(c.max_abs_err, err);
+}
+
+void finish_report(Check& c, const std::string& name, size_t max_listed) {
+  if (c.mismatches > max_listed) {
+    c.report += "  ... and " + std::to_string(c.mismatches - max_listed) + " more\n";
+  }
+  if (c.mismatches > 0) {
+    c.report = name + ": " + std::to_string(c.mismatches) + " of " + std::to_string(c.checked) +
+               " elements differ from the reference\n" + c.report;
+  }
+}
+
+}  // namespace
+
+Check compare(const std::string& name, std::span<const float> got, std::span<const double> want,
+              Tolerance tol, size_t max_listed) {
+  Check c;
+  if (got.size() != want.size()) {
+    c.mismatches = 1;
+    c.report = name + ": " + std::to_string(got.size()) + " outputs but the reference has " +
+               std::to_string(want.size()) + "\n";
+    return c;
+  }
+  for (size_t i = 0; i < got.size(); ++i) compare_one(c, name, i, got[i], want[i], tol, max_listed);
+  finish_report(c, name, max_listed);
+  return c;
+}
+
+Check compare_at(const std::string& name, std::span<const float> got, std::span<const size_t> index,
+                 std::span<const double> want, Tolerance tol, size_t max_listed) {
+  Check c;
+  for (size_t s = 0; s < index.size() && s < want.size(); ++s) {
+    const size_t i = index[s];
+    const float g = i < got.size() ? got[i] : GuardedBuffer::kNaN;
+    compare_one(c, name, i, g, want[s], tol, max_listed);
+  }
+  finish_report(c, name, max_listed);
+  return c;
+}
+
+Check merge(Check a, const Check& b) {
+  a.checked += b.checked;
+  a.mismatches += b.mismatches;
+  a.max_abs_err = std::max(a.max_abs_err, b.max_abs_err);
+  a.report += b.report;
+  return a;
+}
+
+// ---- 3. timing ----------------------------------------------------------------------
+
+namespace {
+
+double now_seconds() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+void flush_caches() {
+  // Twice the last-level cache, written then read: whatever the kernel left in any level
+  // is gone. Allocated once; the sum goes to a volatile so the reads cannot be dropped.
+  static std::vector<float> buffer(2 * last_level_cache_bytes() / sizeof(float));
+  static volatile float sink = 0.0f;
+  float sum = 0.0f;
+  for (size_t i = 0; i < buffer.size(); i += 16) buffer[i] += 1.0f;  // one touch per line
+  for (size_t i = 0; i < buffer.size(); i += 16) sum += buffer[i];
+  sink = sink + sum;
+}
+
+Timing time_runs(const std::function<void()>& run, const TimingOptions& opts) {
+  Timing t;
+  const double warmup_start = now_seconds();
+  for (int w = 0; w < opts.warmup; ++w) run();
+  // A case slower than the whole budget gets one timed run after its warm-up.
+  const bool slow = now_seconds() - warmup_start > opts.max_seconds;
+  const double budget_start = now_seconds();
+  for (int r = 0; r < std::max(1, opts.repeats); ++r) {
+    if (r > 0 && (slow || now_seconds() - budget_start > opts.max_seconds)) break;
+    if (opts.flush) flush_caches();
+    const double t0 = now_seconds();
+    run();
+    t.seconds.push_back(now_seconds() - t0);
+  }
+  t.median = median_of(t.seconds);
+  t.min = *std::min_element(t.seconds.begin(), t.seconds.end());
+  return t;
+}
+
+// ---- the bench interface ------------------------------------------------------------
+
+void Problem::set_threads(int threads) { omp_set_num_threads(threads); }
+
+// ---- run 1-4 ----------------------------------------------------------------------
+
+namespace {
+
+bool named(const std::vector<std::string>& wanted, const Variant& v) {
+  return std::find(wanted.begin(), wanted.end(), v.id) != wanted.end() ||
+         std::find(wanted.begin(), wanted.end(), v.name) != wanted.end();
+}
+
+// The variants to run, in the op's order; every wanted name must exist.
+std::vector<size_t> choose_variants(const OpBench& op, const std::vector<std::string>& wanted) {
+  std::vector<size_t> chosen;
+  for (size_t v = 0; v < op.variants.size(); ++v) {
+    if (wanted.empty() || named(wanted, op.variants[v])) chosen.push_back(v);
+  }
+  for (const std::string& w : wanted) {
+    const bool exists = std::any_of(op.variants.begin(), op.variants.end(),
+                                    [&](const Variant& v) { return v.id == w || v.name == w; });
+    if (!exists) {
+      std::string ids;
+      for (const Variant& v : op.variants) ids += (ids.empty() ? "" : ", ") + v.id;
+      throw std::invalid_argument("op " + op.name + " has no variant '" + w + "': it has " + ids);
+    }
+  }
+  return chosen;
+}
+
+void napkin(Result& r, const Ceilings& c) {
+  const double s = r.timing.median;
+  r.gflops = r.flops > 0 ? r.flops / s / 1e9 : 0.0;
+  r.gbs = r.bytes > 0 ? r.bytes / s / 1e9 : 0.0;
+  const double peak = c.flops_at(r.threads), bw = c.bw_at(r.threads);
+  r.frac_peak = peak > 0 && r.flops > 0 ? r.flops / s / peak : 0.0;
+  r.frac_bw = bw > 0 && r.bytes > 0 ? r.bytes / s / bw : 0.0;
+  if (r.flops > 0 && r.bytes > 0) {
+    r.intensity = r.flops / r.bytes;
+    const double memory_roof = r.intensity * bw;
+    r.roofline = std::min(peak, memory_roof) / 1e9;
+    r.bound = memory_roof < peak ? "memory" : "compute";
+  } else {
+    // No FLOPs worth counting (a copy, a cos chain): bandwidth is the only roof.
+    r.bound = "memory";
+    r.roofline = 0.0;
+  }
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+std::string percent(double frac) { return frac > 0 ? fixed(100 * frac, 0) + "%" : "-"; }
+
+void print_table(std::ostream& log, const std::vector<Result>& rows, const std::string& peer) {
+  log << "  " << std::left << std::setw(26) << "variant" << std::right << std::setw(10) << "ms"
+      << std::setw(10) << "GFLOP/s" << std::setw(7) << "peak" << std::setw(9) << "GB/s"
+      << std::setw(6) << "bw" << std::setw(8) << "FLOP/B" << std::setw(9) << "bound";
+  if (!peer.empty()) log << std::setw(14) << ("vs " + peer);
+  log << "\n";
+  for (const Result& r : rows) {
+    log << "  " << std::left << std::setw(26) << (r.variant + " " + r.variant_name) << std::right;
+    if (!r.timed) {
+      log << "  " << r.note << "\n";
+      continue;
+    }
+    log << std::setw(10) << fixed(r.timing.median * 1e3, r.timing.median < 0.01 ? 3 : 1)
+        << std::setw(10) << (r.flops > 0 ? fixed(r.gflops, 1) : "-") << std::setw(7)
+        << percent(r.frac_peak) << std::setw(9) << fixed(r.gbs, 1) << std::setw(6)
+        << percent(r.frac_bw) << std::setw(8) << (r.intensity > 0 ? fixed(r.intensity, 1) : "-")
+        << std::setw(9) << r.bound;
+    if (!peer.empty()) log << std::setw(14) << (r.vs_peer > 0 ? fixed(r.vs_peer, 2) + "x" : "-");
+    log << "\n";
+  }
+}
+
+}  // namespace
+
+void check_options(const OpBench& op, const BenchOptions& opts) {
+  choose_variants(op, opts.variants);
+  if (op.check_size) {
+    for (const std::string& size : opts.sizes) op.check_size(size);
+  }
+  for (int t : opts.threads) {
+    if (t < 1) throw std::invalid_argument("a thread count must be at least 1, not " + std::to_string(t));
+  }
+}
+
+std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const Ceilings& ceilings,
+                              std::ostream& log) {
+  check_options(op, opts);
+  const std::vector<size_t> chosen = choose_variants(op, opts.variants);
+  const std::vector<std::string> sizes = opts.sizes.empty() ? op.default_sizes : opts.sizes;
+  std::vector<int> threads = opts.threads;
+  if (threads.empty()) {
+    threads = {1};
+    if (ceilings.threads_all > 1) threads.push_back(ceilings.threads_all);
+  }
+  const int max_threads = *std::max_element(threads.begin(), threads.end());
+  std::string peer;
+  for (size_t v : chosen) {
+    if (op.variants[v].peer) peer = op.variants[v].id;
+  }
+
+  std::vector<Result> all;
+  for (const std::string& size : sizes) {
+    std::unique_ptr<Problem> problem = op.make(size, opts.seed);
+    log << "\n== " << op.name << " " << problem->shape() << ": ";
+    if (problem->flops() > 0) log << fixed(problem->flops() / 1e9, 3) << " GFLOP, ";
+    log << fixed(problem->bytes(0) / 1e6, 1) << " MB compulsory traffic\n";
+
+    // 1-2. reference and validation, once per size, with the most threads (the threaded
+    // paths are the ones with the subtle bugs).
+    problem->set_threads(max_threads);
+    std::vector<Result> validated;
+    for (size_t v : chosen) {
+      Result r;
+      r.op = op.name;
+      r.variant = op.variants[v].id;
+      r.variant_name = op.variants[v].name;
+      r.peer = op.variants[v].peer;
+      r.shape = problem->shape();
+      r.flops = problem->flops();
+      r.bytes = problem->bytes(v);
+      if (op.too_slow && op.too_slow(v, *problem) && !named(opts.variants, op.variants[v])) {
+        r.note = "skipped at this size (too slow; name it with --variants to run it)";
+      } else {
+        const Check check = problem->validate(v);
+        r.valid = check.ok();
+        if (!r.valid) {
+          r.note = "FAILED validation, not timed";
+          log << "  " << r.variant << " " << r.variant_name << " FAILED validation:\n" << check.report;
+        }
+      }
+      validated.push_back(r);
+    }
+    log << "  validated: ";
+    for (const Result& r : validated) log << r.variant << (r.valid ? " ok  " : r.note.empty() ? "" : " --  ");
+    log << "\n";
+
+    // 3-4. time each validated variant at each thread count, then the napkin math.
+    for (int t : threads) {
+      problem->set_threads(t);
+      std::vector<Result> rows;
+      for (size_t i = 0; i < chosen.size(); ++i) {
+        Result r = validated[i];
+        r.threads = t;
+        if (r.valid) {
+          r.timing = time_runs([&] { problem->run(chosen[i]); }, opts.timing);
+          r.timed = true;
+          napkin(r, ceilings);
+        }
+        rows.push_back(r);
+      }
+      const auto peer_row = std::find_if(rows.begin(), rows.end(),
+                                         [](const Result& r) { return r.peer && r.timed; });
+      if (peer_row != rows.end()) {
+        for (Result& r : rows) {
+          if (r.timed) r.vs_peer = peer_row->timing.median / r.timing.median;
+        }
+      }
+      log << " " << t << (t == 1 ? " thread" : " threads") << " (ceilings: "
+          << fixed(ceilings.flops_at(t) / 1e9, 0) << " GFLOP/s, " << fixed(ceilings.bw_at(t) / 1e9, 1)
+          << " GB/s):\n";
+      print_table(log, rows, peer_row != rows.end() ? peer : "");
+      all.insert(all.end(), rows.begin(), rows.end());
+    }
+    problem->set_threads(max_threads);
+  }
+  return all;
+}
+
+// ---- report ---------------------------------------------------------------------------
+
+MachineInfo machine_info() {
+  MachineInfo m;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      m.cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  if (m.cpu.empty()) m.cpu = "unknown CPU";
+  m.cores = static_cast<int>(std::thread::hardware_concurrency());
+  m.omp_max_threads = omp_get_max_threads();
+  m.simd = simd::native_name();
+#if defined(__clang__)
+  m.compiler = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  m.compiler = std::string("g++ ") + __VERSION__;
+#else
+  m.compiler = "unknown compiler";
+#endif
+  m.flags = NNLAB_CXX_FLAGS;
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  m.date = date;
+  return m;
+}
+
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      out += ' ';
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream os;
+  os << std::setprecision(6) << v;
+  return os.str();
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const MachineInfo& m, const Ceilings& c,
+                const std::vector<Result>& results) {
+  out << "{\n  \"machine\": {\"cpu\": " << json_string(m.cpu) << ", \"cores\": " << m.cores
+      << ", \"omp_max_threads\": " << m.omp_max_threads << ", \"simd\": " << json_string(m.simd)
+      << ", \"compiler\": " << json_string(m.compiler) << ", \"flags\": " << json_string(m.flags)
+      << ", \"date\": " << json_string(m.date) << "},\n";
+  out << "  \"ceilings\": {\"threads_all\": " << c.threads_all
+      << ", \"gflops_1t\": " << json_number(c.flops_1t / 1e9)
+      << ", \"gflops_all\": " << json_number(c.flops_all / 1e9)
+      << ", \"gbs_1t\": " << json_number(c.bw_1t / 1e9) << ", \"gbs_all\": " << json_number(c.bw_all / 1e9)
+      << ", \"simd\": " << json_string(c.simd) << "},\n";
+  out << "  \"results\": [";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"op\": " << json_string(r.op)
+        << ", \"variant\": " << json_string(r.variant) << ", \"name\": " << json_string(r.variant_name)
+        << ", \"peer\": " << (r.peer ? "true" : "false") << ", \"shape\": " << json_string(r.shape)
+        << ", \"threads\": " << r.threads << ", \"valid\": " << (r.valid ? "true" : "false")
+        << ", \"timed\": " << (r.timed ? "true" : "false") << ", \"note\": " << json_string(r.note)
+        << ", \"median_s\": " << json_number(r.timing.median) << ", \"samples_s\": [";
+    for (size_t s = 0; s < r.timing.seconds.size(); ++s) {
+      out << (s ? ", " : "") << json_number(r.timing.seconds[s]);
+    }
+    out << "], \"flops\": " << json_number(r.flops) << ", \"bytes\": " << json_number(r.bytes)
+        << ", \"gflops\": " << json_number(r.gflops) << ", \"gbs\": " << json_number(r.gbs)
+        << ", \"intensity\": " << json_number(r.intensity) << ", \"frac_peak\": " << json_number(r.frac_peak)
+        << ", \"frac_bw\": " << json_number(r.frac_bw) << ", \"roofline_gflops\": " << json_number(r.roofline)
+        << ", \"bound\": " << json_string(r.bound) << ", \"vs_peer\": " << json_number(r.vs_peer) << "}";
+  }
+  out << "\n  ]\n}\n";
+}
+
+void write_markdown(std::ostream& out, const MachineInfo& m, const Ceilings& c,
+                    const std::vector<Result>& results) {
+  out << "Machine: " << m.cpu << ", " << m.cores << " cores, " << m.simd << "; " << m.compiler
+      << "; flags `" << m.flags << "`; " << m.date << ".\n\n";
+  out << "Measured ceilings: " << fixed(c.flops_1t / 1e9, 1) << " GFLOP/s and "
+      << fixed(c.bw_1t / 1e9, 1) << " GB/s with 1 thread; " << fixed(c.flops_all / 1e9, 1)
+      << " GFLOP/s and " << fixed(c.bw_all / 1e9, 1) << " GB/s with " << c.threads_all
+      << " threads (FMA loop, STREAM triad).\n\n";
+  out << "| op | shape | threads | variant | ms (median) | GFLOP/s | % peak | GB/s | % bw | bound | vs peer |\n";
+  out << "|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|\n";
+  for (const Result& r : results) {
+    out << "| " << r.op << " | " << r.shape << " | " << r.threads << " | " << r.variant << " "
+        << r.variant_name << " | ";
+    if (!r.timed) {
+      out << r.note << " | | | | | | |\n";
+      continue;
+    }
+    out << fixed(r.timing.median * 1e3, 3) << " | " << (r.flops > 0 ? fixed(r.gflops, 1) : "-")
+        << " | " << percent(r.frac_peak) << " | " << fixed(r.gbs, 1) << " | " << percent(r.frac_bw)
+        << " | " << r.bound << " | " << (r.vs_peer > 0 ? fixed(r.vs_peer, 2) + "x" : "-") << " |\n";
+  }
+}
+
+}  // namespace kernels::harness

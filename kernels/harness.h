@@ -1,0 +1,223 @@
+// kernels/harness.h: the one harness every kernel goes through, always in this order:
+//
+//   1. reference   plain loops (often in double) compute what the answer must be;
+//   2. validate    every version runs on the same inputs and is compared with it;
+//                  a version that fails is reported and never timed;
+//   3. time        warm-up, repeats, median; caches flushed before each run where the
+//                  data would otherwise stay cached;
+//   4. napkin math FLOPs and bytes moved, GFLOP/s and GB/s, and where that sits against
+//                  the ceilings this machine was measured to have (kernels/ceilings.h):
+//                  the roofline.
+//
+// Pieces, top-down:
+//   - validation tools, shared with tests/: GuardedBuffer (misaligned start, NaN fill,
+//     sentinels after the end), fill_random (never all-zero), compare (atol + rtol, NaN
+//     never passes, first mismatches listed with their index);
+//   - timing: time_runs, flush_caches;
+//   - the bench interface: an op (OpBench) lists its variants (its numbered versions and
+//     any peer such as OpenBLAS) and makes Problems (kernels/bench/ lists the ops) (one size, inputs, reference);
+//     run_bench walks 1-4 for chosen sizes and thread counts and returns Results, which
+//     write_json / write_markdown save. `nnlab bench` is the command line over this.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/ceilings.h"
+
+namespace kernels::harness {
+
+// ---- 1-2. validation ------------------------------------------------------------------
+
+// A small, fast, seeded generator (splitmix64): kernels/ depends on nothing of ours.
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  uint64_t next_u64();
+  float uniform(float lo, float hi);  // [lo, hi)
+
+ private:
+  uint64_t state_;
+};
+
+// Uniform in [lo, hi). Never all-zero: a kernel that writes nothing, or writes zeros,
+// cannot pass by accident against such data.
+void fill_random(std::span<float> out, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// A float buffer laid out to catch the usual kernel bugs:
+//   - its start is `misalign` floats past a 64-byte boundary (so code that silently
+//     assumes aligned loads faults or misbehaves);
+//   - it starts filled with `fill` (NaN by default: an output never written fails);
+//   - `kGuard` sentinel floats follow the end: a write past the end changes them.
+class GuardedBuffer {
+ public:
+  static constexpr size_t kGuard = 16;
+  explicit GuardedBuffer(size_t n, size_t misalign = 1, float fill = kNaN);
+  float* data() { return storage_.data() + offset_; }
+  const float* data() const { return storage_.data() + offset_; }
+  size_t size() const { return n_; }
+  std::span<float> span() { return {data(), n_}; }
+  std::span<const float> span() const { return {data(), n_}; }
+  // "" when the sentinels are intact, else which one was overwritten.
+  std::string guard_damage(const std::string& name) const;
+
+  static constexpr float kNaN = __builtin_nanf("");
+  static constexpr float kSentinel = -12345.75f;
+
+ private:
+  std::vector<float> storage_;
+  size_t offset_ = 0;
+  size_t n_ = 0;
+};
+
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1e-4;
+};
+
+// The outcome of comparing an output with its reference.
+struct Check {
+  size_t checked = 0;
+  size_t mismatches = 0;
+  double max_abs_err = 0.0;
+  std::string report;  // the first mismatches, "C[17] = 0.5 but the reference says 0.25"
+  bool ok() const { return mismatches == 0 && checked > 0; }
+};
+
+// Element i passes when |got[i] - want[i]| <= atol + rtol * |want[i]|; NaN or Inf in `got`
+// where `want` is finite never passes. `name` labels the report.
+Check compare(const std::string& name, std::span<const float> got, std::span<const double> want,
+              Tolerance tol, size_t max_listed = 5);
+// The same for chosen indices only (references too slow to compute in full, e.g. one
+// entry of a 2048^3 matmul costs 2048 multiply-adds; a few thousand sampled entries check
+// every code path of a tiled kernel).
+Check compare_at(const std::string& name, std::span<const float> got, std::span<const size_t> index,
+                 std::span<const double> want, Tolerance tol, size_t max_listed = 5);
+// Two checks as one (mismatch counts add, reports concatenate).
+Check merge(Check a, const Check& b);
+
+// ---- 3. timing ----------------------------------------------------------------------
+
+struct TimingOptions {
+  int warmup = 1;            // untimed runs first (page faults, thread start-up, clocks)
+  int repeats = 5;           // timed runs; the median is reported
+  double max_seconds = 3.0;  // stop repeating once a case has used this much (>= 1 run)
+  bool flush = true;         // flush_caches() before each timed run
+};
+
+struct Timing {
+  std::vector<double> seconds;  // every timed run
+  double median = 0.0;
+  double min = 0.0;
+};
+
+// Evicts the caches by writing and reading a buffer larger than the last-level cache,
+// so the next run starts from memory, as it would inside a real program.
+void flush_caches();
+
+Timing time_runs(const std::function<void()>& run, const TimingOptions& opts);
+
+// ---- the bench interface ------------------------------------------------------------
+
+// One thing that can be timed: a numbered version of an op ("v3", "cache-blocked"), or a
+// peer it is compared with ("openblas"). Peers are validated the same way.
+struct Variant {
+  std::string id;       // "v3", "openblas"
+  std::string name;     // "cache-blocked"
+  std::string summary;  // one line: what it changes
+  bool peer = false;
+};
+
+// An op at one size, with its inputs made and its reference ready to compare against.
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  virtual std::string shape() const = 0;  // "M=N=K=1024"
+  // Useful floating-point operations (an FMA counts 2); 0 when the op is not about FLOPs.
+  virtual double flops() const = 0;
+  // Bytes variant v moves to and from memory at least (its compulsory traffic): what
+  // a perfect cache would leave. Versions that make extra passes move more.
+  virtual double bytes(size_t variant) const = 0;
+  // Runs variant v on the problem's inputs (the timed call).
+  virtual void run(size_t variant) = 0;
+  // Runs variant v and compares its output with the reference.
+  virtual Check validate(size_t variant) = 0;
+  // Thread count for what runs next (OpenMP by default; peers may need their own call).
+  virtual void set_threads(int threads);
+};
+
+struct OpBench {
+  std::string name;     // "matmul"
+  std::string summary;  // one line
+  std::string size_help;                   // how a size is written: "N or MxNxK"
+  std::vector<std::string> default_sizes;  // what `nnlab bench <op>` runs
+  std::vector<std::string> quick_sizes;    // what --quick (and the tests) run
+  std::vector<Variant> variants;
+  // Throws std::invalid_argument when a size is not one this op can read (checked before
+  // anything is measured, so a typo fails at once). Optional.
+  std::function<void(const std::string& size)> check_size;
+  // Makes the inputs and reference for a size; throws std::invalid_argument on a bad size.
+  std::function<std::unique_ptr<Problem>(const std::string& size, uint64_t seed)> make;
+  // Variants too slow for big sizes are skipped above this many FLOPs (or bytes) with a
+  // note, unless asked for by name: v1 naive at 2048^3 would take minutes.
+  std::function<bool(size_t variant, const Problem&)> too_slow;
+};
+
+// ---- run 1-4, report ----------------------------------------------------------------
+
+struct BenchOptions {
+  std::vector<std::string> variants;  // ids or names; empty: all
+  std::vector<std::string> sizes;     // empty: the op's default sizes
+  std::vector<int> threads;           // empty: {1, all}
+  TimingOptions timing;
+  uint64_t seed = 1;
+};
+
+struct Result {
+  std::string op, variant, variant_name, shape;
+  bool peer = false;
+  int threads = 1;
+  bool valid = false;
+  bool timed = false;
+  std::string note;  // why it was not timed, or what the validation said
+  Timing timing;
+  double flops = 0.0, bytes = 0.0;
+  double gflops = 0.0, gbs = 0.0;       // achieved
+  double intensity = 0.0;               // FLOPs per byte
+  double frac_peak = 0.0, frac_bw = 0.0;  // of the measured ceilings at this thread count
+  double roofline = 0.0;                // attainable GFLOP/s (min(peak, intensity * bw))
+  std::string bound;                    // "compute" or "memory": which roof is lower here
+  double vs_peer = 0.0;                 // peer's time / this time (1.0 = as fast), 0 = none
+};
+
+// Throws std::invalid_argument, naming what is allowed, for an unknown variant, a size the
+// op cannot read or a thread count below 1. run_bench calls it first; so can a front end
+// before it spends time measuring ceilings.
+void check_options(const OpBench& op, const BenchOptions& opts);
+
+// Runs an op: for every size, reference + validation of all chosen variants (with the
+// largest thread count), then timing for each thread count. Progress and the napkin-math
+// table go to `log` as it goes.
+std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const Ceilings& ceilings,
+                              std::ostream& log);
+
+// The machine a result came from: CPU model, cores, SIMD, compiler and flags.
+struct MachineInfo {
+  std::string cpu, compiler, flags, simd, date;
+  int cores = 0;
+  int omp_max_threads = 0;
+};
+MachineInfo machine_info();
+
+void write_json(std::ostream& out, const MachineInfo& machine, const Ceilings& ceilings,
+                const std::vector<Result>& results);
+void write_markdown(std::ostream& out, const MachineInfo& machine, const Ceilings& ceilings,
+                    const std::vector<Result>& results);
+
+}  // namespace kernels::harness

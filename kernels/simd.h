@@ -1,0 +1,183 @@
+// kernels/simd.h: the one small SIMD abstraction every CPU kernel goes through.
+//
+// A SIMD register holds several floats ("lanes") and one instruction works on all of them:
+// one FMA instruction on an 8-lane register does 8 multiply-adds. Which registers exist
+// depends on the CPU, so this file picks one at COMPILE time from the flags the build
+// passes (-march=native by default, see NNLAB_NATIVE in the top CMakeLists.txt):
+//
+//   Native = Avx512   16 lanes  x86 with AVX-512F                (__AVX512F__)
+//          = Avx2     8 lanes   x86 with AVX2 and FMA            (__AVX2__ && __FMA__)
+//          = Neon     4 lanes   ARM (aarch64 always has it)      (__ARM_NEON)
+//          = Portable<8>        anything else: plain C++ loops over 8 floats
+//
+// Portable<W> is always available, on every machine, and every kernel that uses Native can
+// also be instantiated with it: that is the scalar fallback, and the tests run it here too,
+// so it cannot rot. It is not "scalar" in the machine-code sense: the compiler's
+// auto-vectoriser is free to turn its loops into SIMD, and lesson 03 measures how far that
+// gets compared with the hand-written intrinsics.
+//
+// Each type has the same static functions, so a kernel written as a template over V reads
+// the same for all of them:
+//   V::zero(), V::set1(x), V::load(p), V::store(p, a)   (unaligned: no alignment assumed)
+//   V::add(a, b), V::mul(a, b), V::max(a, b)
+//   V::fma(a, b, c) = a * b + c, rounded once on the FMA targets (twice for Portable)
+//   V::sum(a), V::hmax(a)                               horizontal reductions to a float
+#pragma once
+
+#include <algorithm>
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
+namespace kernels::simd {
+
+// ---- Portable<W>: W floats in an array, plain loops -------------------------------
+template <int W>
+struct Portable {
+  static constexpr int lanes = W;
+  static constexpr const char* name = "portable C++";
+  static constexpr bool portable = true;  // no intrinsics: kernels may pick plain loops
+  struct reg {
+    float v[W];
+  };
+  static reg zero() { return set1(0.0f); }
+  static reg set1(float x) {
+    reg r;
+    for (int i = 0; i < W; ++i) r.v[i] = x;
+    return r;
+  }
+  static reg load(const float* p) {
+    reg r;
+    for (int i = 0; i < W; ++i) r.v[i] = p[i];
+    return r;
+  }
+  static void store(float* p, reg a) {
+    for (int i = 0; i < W; ++i) p[i] = a.v[i];
+  }
+  static reg add(reg a, reg b) {
+    for (int i = 0; i < W; ++i) a.v[i] += b.v[i];
+    return a;
+  }
+  static reg mul(reg a, reg b) {
+    for (int i = 0; i < W; ++i) a.v[i] *= b.v[i];
+    return a;
+  }
+  static reg max(reg a, reg b) {
+    for (int i = 0; i < W; ++i) a.v[i] = std::max(a.v[i], b.v[i]);
+    return a;
+  }
+  static reg fma(reg a, reg b, reg c) {
+    for (int i = 0; i < W; ++i) c.v[i] += a.v[i] * b.v[i];
+    return c;
+  }
+  static float sum(reg a) {
+    float s = 0.0f;
+    for (int i = 0; i < W; ++i) s += a.v[i];
+    return s;
+  }
+  static float hmax(reg a) {
+    float m = a.v[0];
+    for (int i = 1; i < W; ++i) m = std::max(m, a.v[i]);
+    return m;
+  }
+};
+
+// ---- AVX-512: 16 lanes, 32 zmm registers ------------------------------------------
+#if defined(__AVX512F__)
+struct Avx512 {
+  static constexpr int lanes = 16;
+  static constexpr const char* name = "AVX-512F";
+  static constexpr bool portable = false;
+  using reg = __m512;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg set1(float x) { return _mm512_set1_ps(x); }
+  static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, reg a) { _mm512_storeu_ps(p, a); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
+  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static float sum(reg a) { return _mm512_reduce_add_ps(a); }
+  static float hmax(reg a) { return _mm512_reduce_max_ps(a); }
+};
+#endif
+
+// ---- AVX2 + FMA: 8 lanes, 16 ymm registers ----------------------------------------
+#if defined(__AVX2__) && defined(__FMA__)
+struct Avx2 {
+  static constexpr int lanes = 8;
+  static constexpr const char* name = "AVX2+FMA";
+  static constexpr bool portable = false;
+  using reg = __m256;
+  static reg zero() { return _mm256_setzero_ps(); }
+  static reg set1(float x) { return _mm256_set1_ps(x); }
+  static reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, reg a) { _mm256_storeu_ps(p, a); }
+  static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
+  static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static float sum(reg a) {
+    // (8) -> (4): add the high half onto the low half, then (4) -> (1) with shuffles.
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
+    return _mm_cvtss_f32(s);
+  }
+  static float hmax(reg a) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 0x55));
+    return _mm_cvtss_f32(m);
+  }
+};
+#endif
+
+// ---- NEON: 4 lanes, 32 q registers ------------------------------------------------
+#if defined(__ARM_NEON)
+struct Neon {
+  static constexpr int lanes = 4;
+  static constexpr const char* name = "NEON";
+  static constexpr bool portable = false;
+  using reg = float32x4_t;
+  static reg zero() { return vdupq_n_f32(0.0f); }
+  static reg set1(float x) { return vdupq_n_f32(x); }
+  static reg load(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, reg a) { vst1q_f32(p, a); }
+  static reg add(reg a, reg b) { return vaddq_f32(a, b); }
+  static reg mul(reg a, reg b) { return vmulq_f32(a, b); }
+  static reg max(reg a, reg b) { return vmaxq_f32(a, b); }
+  static reg fma(reg a, reg b, reg c) { return vfmaq_f32(c, a, b); }
+  static float sum(reg a) { return vaddvq_f32(a); }
+  static float hmax(reg a) { return vmaxvq_f32(a); }
+};
+#endif
+
+// ---- the compile-time choice --------------------------------------------------------
+#if defined(__AVX512F__)
+using Native = Avx512;
+#elif defined(__AVX2__) && defined(__FMA__)
+using Native = Avx2;
+#elif defined(__ARM_NEON)
+using Native = Neon;
+#else
+using Native = Portable<8>;
+#endif
+
+// A hint to start loading the cache line at p (for writing) before it is needed; a no-op
+// where the compiler has no such builtin.
+inline void prefetch(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 1, 3);
+#else
+  (void)p;
+#endif
+}
+
+// What this build's kernels use, for banners and benchmark records: "AVX2+FMA".
+inline const char* native_name() { return Native::name; }
+
+}  // namespace kernels::simd
