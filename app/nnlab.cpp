@@ -2,6 +2,7 @@
 //
 //   nnlab lesson01 [--trace]          a neuron and an MLP in plain loops
 //   nnlab lesson02 [--part train]     backprop; train an MLP on Fashion-MNIST
+//   nnlab lesson03 [--part ladder]    matmul from loops to SIMD and threads, measured
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
@@ -18,6 +19,7 @@
 #include "app/info.h"
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
+#include "lessons/03-matmul/matmul_lesson.h"
 #include "lessons/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +36,11 @@ int main(int argc, char** argv) {
   CLI::App* lesson02_cmd =
       app.add_subcommand("lesson02", "Lesson 02: backprop and gradient descent; train on Fashion-MNIST");
   lesson02::add_options(*lesson02_cmd, lesson02_opts);
+
+  lesson03::Options lesson03_opts;
+  CLI::App* lesson03_cmd =
+      app.add_subcommand("lesson03", "Lesson 03: matmul from loops to SIMD and threads, measured here");
+  lesson03::add_options(*lesson03_cmd, lesson03_opts);
 
   app::CheckOptions check_opts;
   CLI::App* check_cmd = app.add_subcommand("check", "Check your exercises (exercises/), first failure first");
@@ -56,7 +63,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -69,6 +76,7 @@ int main(int argc, char** argv) {
   return lessons::run_guarded([&] {
     if (*lesson01_cmd) return lesson01::run(lesson01_opts);
     if (*lesson02_cmd) return lesson02::run(lesson02_opts);
+    if (*lesson03_cmd) return lesson03::run(lesson03_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);
     if (*info_cmd) return app::run_info();

@@ -233,10 +233,12 @@ void napkin(Result& r, const Ceilings& c) {
     const double memory_roof = r.intensity * bw;
     r.roofline = std::min(peak, memory_roof) / 1e9;
     r.bound = memory_roof < peak ? "memory" : "compute";
+    r.frac_roof = r.flops / s / std::min(peak, memory_roof);
   } else {
     // No FLOPs worth counting (a copy, a cos chain): bandwidth is the only roof.
     r.bound = "memory";
     r.roofline = 0.0;
+    r.frac_roof = r.frac_bw;
   }
 }
 
@@ -251,7 +253,8 @@ std::string percent(double frac) { return frac > 0 ? fixed(100 * frac, 0) + "%" 
 void print_table(std::ostream& log, const std::vector<Result>& rows, const std::string& peer) {
   log << "  " << std::left << std::setw(26) << "variant" << std::right << std::setw(10) << "ms"
       << std::setw(10) << "GFLOP/s" << std::setw(7) << "peak" << std::setw(9) << "GB/s"
-      << std::setw(6) << "bw" << std::setw(8) << "FLOP/B" << std::setw(9) << "bound";
+      << std::setw(6) << "bw" << std::setw(8) << "FLOP/B" << std::setw(9) << "bound" << std::setw(6)
+      << "roof";
   if (!peer.empty()) log << std::setw(14) << ("vs " + peer);
   log << "\n";
   for (const Result& r : rows) {
@@ -264,7 +267,7 @@ void print_table(std::ostream& log, const std::vector<Result>& rows, const std::
         << std::setw(10) << (r.flops > 0 ? fixed(r.gflops, 1) : "-") << std::setw(7)
         << percent(r.frac_peak) << std::setw(9) << fixed(r.gbs, 1) << std::setw(6)
         << percent(r.frac_bw) << std::setw(8) << (r.intensity > 0 ? fixed(r.intensity, 1) : "-")
-        << std::setw(9) << r.bound;
+        << std::setw(9) << r.bound << std::setw(6) << percent(r.frac_roof);
     if (!peer.empty()) log << std::setw(14) << (r.vs_peer > 0 ? fixed(r.vs_peer, 2) + "x" : "-");
     log << "\n";
   }
@@ -303,7 +306,9 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
     std::unique_ptr<Problem> problem = op.make(size, opts.seed);
     log << "\n== " << op.name << " " << problem->shape() << ": ";
     if (problem->flops() > 0) log << fixed(problem->flops() / 1e9, 3) << " GFLOP, ";
-    log << fixed(problem->bytes(0) / 1e6, 1) << " MB compulsory traffic\n";
+    double least_bytes = problem->bytes(chosen.front());
+    for (size_t v : chosen) least_bytes = std::min(least_bytes, problem->bytes(v));
+    log << fixed(least_bytes / 1e6, 1) << " MB moved at least\n";
 
     // 1-2. reference and validation, once per size, with the most threads (the threaded
     // paths are the ones with the subtle bugs).
@@ -335,6 +340,11 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
     log << "\n";
 
     // 3-4. time each validated variant at each thread count, then the napkin math.
+    TimingOptions timing = opts.timing;
+    timing.flush = timing.flush && problem->flush_between_runs();
+    if (opts.timing.flush && !timing.flush) {
+      log << "  caches not flushed between runs: the working set fits in cache\n";
+    }
     for (int t : threads) {
       problem->set_threads(t);
       std::vector<Result> rows;
@@ -342,8 +352,9 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
         Result r = validated[i];
         r.threads = t;
         if (r.valid) {
-          r.timing = time_runs([&] { problem->run(chosen[i]); }, opts.timing);
+          r.timing = time_runs([&] { problem->run(chosen[i]); }, timing);
           r.timed = true;
+          r.flushed = timing.flush;
           napkin(r, ceilings);
         }
         rows.push_back(r);
@@ -441,7 +452,8 @@ void write_json(std::ostream& out, const MachineInfo& m, const Ceilings& c,
         << ", \"variant\": " << json_string(r.variant) << ", \"name\": " << json_string(r.variant_name)
         << ", \"peer\": " << (r.peer ? "true" : "false") << ", \"shape\": " << json_string(r.shape)
         << ", \"threads\": " << r.threads << ", \"valid\": " << (r.valid ? "true" : "false")
-        << ", \"timed\": " << (r.timed ? "true" : "false") << ", \"note\": " << json_string(r.note)
+        << ", \"timed\": " << (r.timed ? "true" : "false")
+        << ", \"flushed\": " << (r.flushed ? "true" : "false") << ", \"note\": " << json_string(r.note)
         << ", \"median_s\": " << json_number(r.timing.median) << ", \"samples_s\": [";
     for (size_t s = 0; s < r.timing.seconds.size(); ++s) {
       out << (s ? ", " : "") << json_number(r.timing.seconds[s]);
@@ -450,7 +462,8 @@ void write_json(std::ostream& out, const MachineInfo& m, const Ceilings& c,
         << ", \"gflops\": " << json_number(r.gflops) << ", \"gbs\": " << json_number(r.gbs)
         << ", \"intensity\": " << json_number(r.intensity) << ", \"frac_peak\": " << json_number(r.frac_peak)
         << ", \"frac_bw\": " << json_number(r.frac_bw) << ", \"roofline_gflops\": " << json_number(r.roofline)
-        << ", \"bound\": " << json_string(r.bound) << ", \"vs_peer\": " << json_number(r.vs_peer) << "}";
+        << ", \"bound\": " << json_string(r.bound) << ", \"frac_roof\": " << json_number(r.frac_roof)
+        << ", \"vs_peer\": " << json_number(r.vs_peer) << "}";
   }
   out << "\n  ]\n}\n";
 }
@@ -462,19 +475,20 @@ void write_markdown(std::ostream& out, const MachineInfo& m, const Ceilings& c,
   out << "Measured ceilings: " << fixed(c.flops_1t / 1e9, 1) << " GFLOP/s and "
       << fixed(c.bw_1t / 1e9, 1) << " GB/s with 1 thread; " << fixed(c.flops_all / 1e9, 1)
       << " GFLOP/s and " << fixed(c.bw_all / 1e9, 1) << " GB/s with " << c.threads_all
-      << " threads (FMA loop, STREAM triad).\n\n";
-  out << "| op | shape | threads | variant | ms (median) | GFLOP/s | % peak | GB/s | % bw | bound | vs peer |\n";
-  out << "|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|\n";
+      << " threads (FMA loop, STREAM triad). Caches are flushed before each timed run, except\n"
+      << "for shapes marked (warm), whose data fits in cache and is timed there.\n\n";
+  out << "| op | shape | threads | variant | ms (median) | GFLOP/s | % peak | GB/s | % bw | bound | % of roof | vs peer |\n";
+  out << "|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
   for (const Result& r : results) {
-    out << "| " << r.op << " | " << r.shape << " | " << r.threads << " | " << r.variant << " "
+    out << "| " << r.op << " | " << r.shape << (r.timed && !r.flushed ? " (warm)" : "") << " | " << r.threads << " | " << r.variant << " "
         << r.variant_name << " | ";
     if (!r.timed) {
-      out << r.note << " | | | | | | |\n";
+      out << r.note << " | | | | | | | |\n";
       continue;
     }
     out << fixed(r.timing.median * 1e3, 3) << " | " << (r.flops > 0 ? fixed(r.gflops, 1) : "-")
         << " | " << percent(r.frac_peak) << " | " << fixed(r.gbs, 1) << " | " << percent(r.frac_bw)
-        << " | " << r.bound << " | " << (r.vs_peer > 0 ? fixed(r.vs_peer, 2) + "x" : "-") << " |\n";
+        << " | " << r.bound << " | " << percent(r.frac_roof) << " | " << (r.vs_peer > 0 ? fixed(r.vs_peer, 2) + "x" : "-") << " |\n";
   }
 }
 

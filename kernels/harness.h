@@ -150,6 +150,12 @@ class Problem {
   virtual Check validate(size_t variant) = 0;
   // Thread count for what runs next (OpenMP by default; peers may need their own call).
   virtual void set_threads(int threads);
+  // Whether to flush the caches before each timed run (when TimingOptions.flush asks for
+  // it at all). Yes by default: the data starts in memory, as for a big layer in a real
+  // program. A problem whose working set fits in cache may say no: flushing would time
+  // memory instead of the cache level it fits in, and a sweep from L1-sized to
+  // memory-sized data (the fused ops' benches) needs both ends.
+  virtual bool flush_between_runs() const { return true; }
 };
 
 struct OpBench {
@@ -185,6 +191,7 @@ struct Result {
   int threads = 1;
   bool valid = false;
   bool timed = false;
+  bool flushed = false;  // caches flushed before each timed run (else: warm, in cache)
   std::string note;  // why it was not timed, or what the validation said
   Timing timing;
   double flops = 0.0, bytes = 0.0;
@@ -193,6 +200,8 @@ struct Result {
   double frac_peak = 0.0, frac_bw = 0.0;  // of the measured ceilings at this thread count
   double roofline = 0.0;                // attainable GFLOP/s (min(peak, intensity * bw))
   std::string bound;                    // "compute" or "memory": which roof is lower here
+  double frac_roof = 0.0;               // achieved / what the roofline allows here: the
+                                        // kernel's distance to its own roof
   double vs_peer = 0.0;                 // peer's time / this time (1.0 = as fast), 0 = none
 };
 

@@ -19,15 +19,32 @@
 // Each type has the same static functions, so a kernel written as a template over V reads
 // the same for all of them:
 //   V::zero(), V::set1(x), V::load(p), V::store(p, a)   (unaligned: no alignment assumed)
-//   V::add(a, b), V::mul(a, b), V::max(a, b)
+//   V::add(a, b), V::sub(a, b), V::mul(a, b), V::div(a, b), V::min(a, b), V::max(a, b)
 //   V::fma(a, b, c) = a * b + c, rounded once on the FMA targets (twice for Portable)
+//   V::abs(a), V::round(a)                              round: to nearest, ties to even
+//   V::exp2i(k)      2^k for integral k in [-126, 127], written straight into the exponent
+//                    bits (k = -127 gives 0); the scaling step of exp (kernels/elementwise.h)
 //   V::sum(a), V::hmax(a)                               horizontal reductions to a float
 #pragma once
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+// GCC 12 warns "__Y is (may be) used uninitialized" inside its own AVX-512 intrinsics
+// (the _mm512_undefined_ps idiom: a known false positive, gone in GCC 13); silenced for
+// this header's text only, which works where simd.h is the first to include it.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #elif defined(__ARM_NEON)
 #include <arm_neon.h>
 #endif
@@ -61,8 +78,20 @@ struct Portable {
     for (int i = 0; i < W; ++i) a.v[i] += b.v[i];
     return a;
   }
+  static reg sub(reg a, reg b) {
+    for (int i = 0; i < W; ++i) a.v[i] -= b.v[i];
+    return a;
+  }
   static reg mul(reg a, reg b) {
     for (int i = 0; i < W; ++i) a.v[i] *= b.v[i];
+    return a;
+  }
+  static reg div(reg a, reg b) {
+    for (int i = 0; i < W; ++i) a.v[i] /= b.v[i];
+    return a;
+  }
+  static reg min(reg a, reg b) {
+    for (int i = 0; i < W; ++i) a.v[i] = std::min(a.v[i], b.v[i]);
     return a;
   }
   static reg max(reg a, reg b) {
@@ -72,6 +101,22 @@ struct Portable {
   static reg fma(reg a, reg b, reg c) {
     for (int i = 0; i < W; ++i) c.v[i] += a.v[i] * b.v[i];
     return c;
+  }
+  static reg abs(reg a) {
+    for (int i = 0; i < W; ++i) a.v[i] = std::fabs(a.v[i]);
+    return a;
+  }
+  static reg round(reg a) {
+    for (int i = 0; i < W; ++i) a.v[i] = std::nearbyint(a.v[i]);  // default mode: ties to even
+    return a;
+  }
+  static reg exp2i(reg k) {
+    // The float 2^k has sign 0, exponent field k + 127, mantissa 0.
+    for (int i = 0; i < W; ++i) {
+      const auto biased = static_cast<uint32_t>(static_cast<int32_t>(k.v[i]) + 127);
+      k.v[i] = std::bit_cast<float>(biased << 23);
+    }
+    return k;
   }
   static float sum(reg a) {
     float s = 0.0f;
@@ -97,9 +142,18 @@ struct Avx512 {
   static reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, reg a) { _mm512_storeu_ps(p, a); }
   static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
+  static reg min(reg a, reg b) { return _mm512_min_ps(a, b); }
   static reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg abs(reg a) { return _mm512_abs_ps(a); }
+  static reg round(reg a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg exp2i(reg k) {
+    const __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23));
+  }
   static float sum(reg a) { return _mm512_reduce_add_ps(a); }
   static float hmax(reg a) { return _mm512_reduce_max_ps(a); }
 };
@@ -117,9 +171,18 @@ struct Avx2 {
   static reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, reg a) { _mm256_storeu_ps(p, a); }
   static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
+  static reg min(reg a, reg b) { return _mm256_min_ps(a, b); }
   static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static reg abs(reg a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }  // clear the sign bit
+  static reg round(reg a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg exp2i(reg k) {
+    const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+  }
   static float sum(reg a) {
     // (8) -> (4): add the high half onto the low half, then (4) -> (1) with shuffles.
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -148,9 +211,18 @@ struct Neon {
   static reg load(const float* p) { return vld1q_f32(p); }
   static void store(float* p, reg a) { vst1q_f32(p, a); }
   static reg add(reg a, reg b) { return vaddq_f32(a, b); }
+  static reg sub(reg a, reg b) { return vsubq_f32(a, b); }
   static reg mul(reg a, reg b) { return vmulq_f32(a, b); }
+  static reg div(reg a, reg b) { return vdivq_f32(a, b); }
+  static reg min(reg a, reg b) { return vminq_f32(a, b); }
   static reg max(reg a, reg b) { return vmaxq_f32(a, b); }
   static reg fma(reg a, reg b, reg c) { return vfmaq_f32(c, a, b); }
+  static reg abs(reg a) { return vabsq_f32(a); }
+  static reg round(reg a) { return vrndnq_f32(a); }
+  static reg exp2i(reg k) {
+    const int32x4_t biased = vaddq_s32(vcvtnq_s32_f32(k), vdupq_n_s32(127));
+    return vreinterpretq_f32_s32(vshlq_n_s32(biased, 23));
+  }
   static float sum(reg a) { return vaddvq_f32(a); }
   static float hmax(reg a) { return vmaxvq_f32(a); }
 };

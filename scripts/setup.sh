@@ -12,12 +12,13 @@ set -euo pipefail
 check_only=0
 [[ "${1:-}" == "--check" ]] && check_only=1
 
-# Build: compiler, CMake, Ninja, OpenMP (libgomp comes with g++), Catch2 v2, CLI11, zlib.
+# Build: compiler, CMake, Ninja, OpenMP (libgomp comes with g++), Catch2 v2, CLI11, zlib;
+# OpenBLAS (found with pkg-config): only the kernels bench, as the peer it compares with.
 # Data: Fashion-MNIST (IDX files under /usr/share/datasets/fashion-mnist).
 # Notebooks: Debian's Python 3 with nbclient, ipykernel, numpy, matplotlib.
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build
-  catch2 libcli11-dev zlib1g-dev
+  catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
 )
@@ -54,7 +55,7 @@ case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 setup (macOS): install the tools with Homebrew, then configure with libomp's prefix:
-  brew install cmake ninja libomp cli11 catch2 python
+  brew install cmake ninja libomp cli11 catch2 openblas pkg-config python
   python3 -m pip install -r notebooks/requirements.txt
   cmake --preset release -DOpenMP_ROOT="$(brew --prefix libomp)"
 Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
@@ -63,8 +64,8 @@ MSG
   *)
     cat <<'MSG'
 setup: not a Debian system. Install with your package manager:
-  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel
-  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib python-numpy python-matplotlib python-nbclient python-ipykernel
+  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel openblas-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel
+  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib openblas python-numpy python-matplotlib python-nbclient python-ipykernel
 Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
 MSG
     ;;

@@ -13,19 +13,19 @@ TEST_CASE("nnlab --help lists every subcommand", "[cli]") {
   const auto r = run_program("nnlab", "--help");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  for (const char* sub : {"lesson01", "lesson02", "check", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "check", "bench", "info"}) {
     REQUIRE_THAT(r.output, Catch::Contains(sub));
   }
 }
 
 TEST_CASE("every subcommand and lesson program answers --help", "[cli]") {
-  for (const char* sub : {"lesson01", "lesson02", "check", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "check", "bench", "info"}) {
     const auto r = run_program("nnlab", std::string(sub) + " --help");
     INFO(sub << ": " << r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, Catch::Contains("--help"));
   }
-  for (const char* prog : {"lesson01", "lesson02"}) {
+  for (const char* prog : {"lesson01", "lesson02", "lesson03"}) {
     const auto r = run_program(prog, "--help");
     INFO(prog << ": " << r.output);
     REQUIRE(r.status == 0);
@@ -51,6 +51,9 @@ TEST_CASE("bad flags and bad values exit non-zero with a message", "[cli]") {
       {"nnlab", "lesson02 --hidden 0", "--hidden"},
       {"lesson02", "--batch-size -3", "--batch-size"},
       {"nnlab", "lesson01 --part bogus", "--part"},
+      {"nnlab", "lesson03 --part bogus", "--part"},
+      {"nnlab", "lesson03 --size 3", "--size"},
+      {"lesson03", "--threads 0", "--threads"},
   };
   for (const Case& c : cases) {
     const auto r = run_program(c.program, c.args);

@@ -6,6 +6,7 @@
 // nn/ and the lessons never depend on them.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,23 @@ const harness::OpBench& op(const std::string& name);
 
 // One per op (kernels/bench/<op>.cpp).
 harness::OpBench matmul_bench();
+harness::OpBench cos2_bench();
+harness::OpBench bias_gelu_bench();
+harness::OpBench softmax_bench();
+harness::OpBench layernorm_bench();
+
+// ---- helpers the op descriptions share (kernels/bench/registry.cpp) ----------------------
+// A size as `count` numbers joined by 'x' ("64x50257"), each optionally ending in K
+// (x 1024) or M (x 1024^2): "4K" = 4096, "2x16M". Each number must be >= 1 and every
+// number, and their product, at most 2^30; else std::invalid_argument naming `op` and `help`.
+std::vector<size_t> parse_dims(const std::string& op, const std::string& size, size_t count,
+                               const std::string& help);
+// n the way parse_dims reads it back: "64M" for 67108864, "4K" for 4096, "1003" for 1003.
+std::string short_count(size_t n);
+// Whether a working set of this many bytes stays in cache from one timed run to the next
+// (at most half the last-level cache). Such problems return false from
+// Problem::flush_between_runs: flushing would time memory instead of the cache they fit.
+bool fits_in_cache(double bytes);
 
 // Whether the OpenBLAS peer was built in, and its configuration string ("" when not).
 bool have_openblas();

@@ -1,0 +1,74 @@
+// kernels/layernorm.h: row-wise layer normalisation, forward (Ba, Kiros & Hinton 2016).
+//
+//   inp (rows, C), weight (C), bias (C) -> out (rows, C), mean (rows), rstd (rows)
+//   mean = sum_i x_i / C,  var = sum_i (x_i - mean)^2 / C   (the biased variance, as
+//   PyTorch and llm.c),  rstd = 1 / sqrt(var + eps),  eps = 1e-5
+//   out_i = (x_i - mean) * rstd * weight_i + bias_i
+// mean and rstd are outputs too: the backward pass (in nn/, later) needs them, as llm.c's
+// layernorm_forward keeps them. rows = B * T for a transformer's (B, T, C) activations.
+//
+// Statistics in one pass, and the catch. var = E[x^2] - E[x]^2 needs one pass (sum and sum
+// of squares together) but subtracts two numbers of size mean^2 to get one of size
+// sigma^2: the relative error of the result is about eps * mean^2 / sigma^2 plus the
+// rounding of the sums. In float (eps = 6e-8), a row of 1000 + N(0,1) has mean^2 / sigma^2
+// = 1e6, and the variance (true: 0.996) came out as 0.23 with C = 768 and as -2.03 with
+// C = 4096; in double it matched the two-pass formula to 7 digits. Three ways out:
+//   - accumulate in double (eps = 1e-16: 1e6 * 1e-16 = 1e-10, fine up to mean/sigma ~ 1e5):
+//     v1 and v2, scalar code where double costs nothing extra;
+//   - Welford (1962): a running mean and sum of squared deviations, stable in float, but a
+//     division and a dependent chain per element;
+//   - chunk and merge: split the row into chunks small enough for L1; give each chunk the
+//     stable two-pass statistics (its mean, then its squared deviations: both passes read
+//     L1, not memory), and merge chunks exactly (Chan, Golub & LeVeque 1979): v3, in
+//     float SIMD.
+//
+// When do the passes cost memory traffic? Only when a row does not fit in cache: a GPT-2
+// row (C = 768, 3 KB) is re-read from L1 by every pass. There, v1 -> v2 gains what its
+// passes cost in latency (a scalar sum waits ~4 cycles per element for the previous add),
+// not in bytes. The bench sweeps rows up to 2 x 16M (rows larger than the L3) too.
+//
+// Versions (code in kernels/layernorm.cpp; bytes per element: every pass's reads and
+// writes, weight/bias/mean/rstd counted once; figures: GB/s at 8192 x 768 (GPT-2 small at
+// B = 8, T = 1024), 1 thread, on the machine recorded in the benchmark record):
+//   v1  three passes: mean, variance (of x - mean), normalise; sums in double. The
+//       reference.                                              16 B/element   FIG_V1
+//   v2  one pass for the statistics (sum and sum of squares in double), then normalise.
+//       Attacks a pass; var = E[x^2] - E[x]^2 in double.         12 B/element  FIG_V2
+//   v3  v2 in SIMD (simd::Native), float lanes, statistics per 4 KB chunk (two passes
+//       over L1, merged in double, as above). Attacks the scalar add chain.
+//                                                               12 B/element   FIG_V3
+// layernorm_forward() below is v3.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kernels {
+
+// out (rows,C), mean (rows), rstd (rows), inp (rows,C), weight (C), bias (C); no aliasing.
+using LayernormFn = void (*)(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                             const float* bias, int rows, int C);
+
+void layernorm_forward_v1(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                          const float* bias, int rows, int C);
+void layernorm_forward_v2(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                          const float* bias, int rows, int C);
+void layernorm_forward_v3(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                          const float* bias, int rows, int C);
+
+// The fastest validated version (v3).
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int rows, int C);
+
+struct LayernormVersion {
+  int number;
+  const char* name;
+  const char* summary;
+  LayernormFn fn;
+};
+// Every version, in order: the bench and the tests iterate over this.
+const std::vector<LayernormVersion>& layernorm_versions();
+// By number ("2") or name ("v2", "one-pass"); throws std::invalid_argument.
+const LayernormVersion& layernorm_version(const std::string& number_or_name);
+
+}  // namespace kernels
