@@ -21,14 +21,15 @@
 //
 // Versions (code in kernels/elementwise.cpp; bytes per element counted as STREAM counts
 // them, reads + writes, no write-allocate; figures: ms at n = 64M floats, 1 thread unless
-// noted, on the machine recorded in the benchmark record):
+// noted, 2-core AMD EPYC, docs/benchmarks/lesson03-fusion.md):
 //   v1  unfused: tmp = cos(x), then y = cos(tmp). Two passes; the intermediate makes a
-//       round trip through memory. The reference.                16 B/element   FIG_V1
+//       round trip through memory. The reference.                16 B/element   76.2 ms
 //   v2  fused: y = cos(cos(x)) in one pass, tmp stays in a register. Attacks the
 //       extra round trip: half the bytes; the gain is the part of v1's time that was
-//       memory time (out of cache; in L1/L2 ~none: the sweep shows both). 8 B/element  FIG_V2
+//       memory time: out of cache 1.5x; in cache none (at n = 1M, warm in L3, v2
+//       took 0.82 ms against v1's 0.79).                        8 B/element    51.8 ms
 //   v3  v2 split across OpenMP threads: each core brings its own FMA units (and its own
-//       outstanding cache misses) to the same memory.            8 B/element   FIG_V3 (all threads)
+//       outstanding cache misses) to the same memory.            8 B/element   28.4 ms (2 threads)
 // cos2_forward() below is v3: the fastest validated version.
 #pragma once
 

@@ -11,20 +11,29 @@
 //   backward  dx (B,C)  = dy (B,OC) * W (OC,C)      -> sgemm(No,  No,  B, C, OC, ...)
 //   backward  dW (OC,C) += dy^T (OC,B) * x (B,C)    -> sgemm(Yes, No,  OC, C, B, ..., beta=1)
 //
-// Versions (code and reasoning in kernels/matmul.cpp; figures: 1 thread unless noted,
-// 1024^3, on the machine recorded in docs/benchmarks/lesson03-matmul.md):
+// Versions (code and reasoning in kernels/matmul.cpp). Figures: GFLOP/s at 1024^3, median
+// of 7, 1 thread unless noted, % of the measured peak and ratio to OpenBLAS in the same
+// run; 2-core AMD EPYC (Zen 3), AVX2+FMA, GCC 12; docs/benchmarks/lesson03-matmul.md:
 //   v1  naive i-j-k: one dot product per output; B read down a column, so every step of
-//       k touches a new cache line. The reference.                         FIG_V1
+//       k touches a new cache line. The reference.             0.4 GFLOP/s    0.4%   0.01x
 //   v2  loop order i-k-j: the inner loop streams rows of B and C (unit stride) and
 //       vectorises without reordering a sum. Bottleneck now: all of B passes
-//       through the cache once per row of C.                               FIG_V2
+//       through the cache once per row of C.                   12.6 GFLOP/s   13%   0.17x
 //   v3  cache blocking: a KB x NB block of B stays in L2 while every row of C uses it.
-//       Bottleneck now: one load + one store of C per FMA.                 FIG_V3
+//       Bottleneck now: one load + one store of C per FMA.      15.6 GFLOP/s   16%   0.21x
+//       (only 1.2x over v2 here: the 32 MB L3 feeds v2 well; at 2048^3, 1.8x)
 //   v4  packed panels + a 6x16 register tile (the micro-kernel), in portable C++ the
-//       compiler vectorises as it can: C stays in registers over all of k.   FIG_V4
+//       compiler vectorises (`omp simd`): C stays in registers over all of k.
+//                                                               53.2 GFLOP/s   53%   0.72x
+//       (without the `omp simd` hint GCC 12 scalarises the tile: 2.4 GFLOP/s)
 //   v5  the same micro-kernel in this CPU's intrinsics (AVX-512 / AVX2+FMA / NEON,
-//       chosen at compile time, kernels/simd.h): every FMA unit busy.      FIG_V5
-//   v6  v5 with the rows of C split across OpenMP threads.                  FIG_V6
+//       chosen at compile time, kernels/simd.h): every FMA unit busy.
+//                                                               75.3 GFLOP/s   75%   1.02x
+//   v6  v5 with the rows of C split across OpenMP threads.      146.3 GFLOP/s on 2 threads
+//                                                                              81%   1.04x
+//       At 2048^3: v5 82.7 GFLOP/s (1.05x OpenBLAS), v6 167.5 on 2 threads (1.14x).
+//       At a linear layer's shapes (batch 128, docs/benchmarks/lesson03-layers.md) v6 is
+//       only 0.5-0.95x OpenBLAS: packing and thread start-up weigh more on small products.
 // sgemm() below is v6: the fastest validated version, what nn/ calls.
 #pragma once
 

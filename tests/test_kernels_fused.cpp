@@ -11,7 +11,6 @@
 #include <cmath>
 #include <fstream>
 #include <numbers>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -22,8 +21,10 @@
 #include "kernels/elementwise.h"
 #include "kernels/harness.h"
 #include "kernels/layernorm.h"
+#include "kernels/matmul.h"
 #include "kernels/simd.h"
 #include "kernels/softmax.h"
+#include "tests/test_util.h"
 
 namespace h = kernels::harness;
 namespace simd = kernels::simd;
@@ -291,7 +292,7 @@ void check_softmax(const h::GuardedBuffer& x, int rows, int cols, const std::str
 }  // namespace
 
 TEST_CASE("every softmax version matches the double reference", "[kernels][fused]") {
-  // 2053 and 5003 cross v3's 1024-float chunks, with a ragged last one.
+  // 2053 and 5003 cross v3's and v4's 1024-float chunks, with a ragged last one.
   const int shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {2, 1003}, {3, 2053}, {1, 5003}};
   for (const auto& s : shapes) {
     const size_t n = static_cast<size_t>(s[0]) * s[1];
@@ -308,7 +309,7 @@ TEST_CASE("softmax of large logits does not overflow: the max is subtracted", "[
   h::fill_random(x.span(), 31, 990.0f, 1010.0f);
   x.data()[5] = 1e4f;  // row 0: one logit dominates, the rest are ~e^-9000 = 0
   check_softmax(x, rows, cols, "logits ~1000");
-  // The max arriving last (v2, v3 rescale everything seen so far) and first.
+  // The max arriving last (v2, v4 rescale everything seen so far) and first.
   h::GuardedBuffer ramp(static_cast<size_t>(rows) * cols, 3, 0.0f);
   for (int r = 0; r < rows; ++r) {
     for (int j = 0; j < cols; ++j) {
@@ -317,6 +318,18 @@ TEST_CASE("softmax of large logits does not overflow: the max is subtracted", "[
     }
   }
   check_softmax(ramp, rows, cols, "ramps to and from 1000");
+}
+
+TEST_CASE("softmax_forward() is the version softmax.h names as the default (v3)", "[kernels][fused]") {
+  // The header says "softmax_forward() below is v3": same inputs, the same bits.
+  const int rows = 3, cols = 2053;
+  h::GuardedBuffer x(static_cast<size_t>(rows) * cols, 1, 0.0f);
+  h::fill_random(x.span(), 61, -8.0f, 8.0f);
+  h::GuardedBuffer got(x.size(), 2), want(x.size(), 3);
+  kernels::softmax_forward(got.data(), x.data(), rows, cols);
+  kernels::softmax_version("three-pass-simd").fn(want.data(), x.data(), rows, cols);
+  REQUIRE(std::equal(got.data(), got.data() + x.size(), want.data()));
+  require_guards(got, "probs");
 }
 
 // ---- layernorm ----------------------------------------------------------------------------
@@ -402,29 +415,20 @@ TEST_CASE("layernorm stays accurate when the mean is large against the spread", 
 
 // The header comment of each op lists one line per version ("//   v2  fused: ..."), in
 // order: it may not drift from the versions table ("lists 3 versions, file has 4").
-TEST_CASE("each fused op's header lists exactly the versions its table has", "[kernels][fused][docs]") {
+TEST_CASE("each kernel header lists exactly the versions its table has", "[kernels][fused][docs]") {
   const std::pair<const char*, size_t> headers[] = {
+      {"matmul.h", kernels::sgemm_versions().size()},
       {"elementwise.h", kernels::cos2_versions().size()},
       {"bias_gelu.h", kernels::bias_gelu_versions().size()},
       {"softmax.h", kernels::softmax_versions().size()},
       {"layernorm.h", kernels::layernorm_versions().size()},
   };
-  const std::regex version_line(R"(\n//   v(\d+)  )");
   for (const auto& [file, count] : headers) {
-    std::ifstream in(std::string(NNLAB_SOURCE_DIR) + "/kernels/" + file);
-    REQUIRE(in.is_open());
-    std::ostringstream text;
-    text << in.rdbuf();
-    const std::string header = text.str();
-    size_t listed = 0;
-    for (auto it = std::sregex_iterator(header.begin(), header.end(), version_line); it != std::sregex_iterator();
-         ++it) {
-      ++listed;
-      INFO(file << " lists v" << (*it)[1] << " as its version number " << listed);
-      REQUIRE(std::stoul((*it)[1]) == listed);
-    }
-    INFO(file);
-    REQUIRE(listed == count);
+    const std::vector<int> listed =
+        testing::listed_versions(testing::read_text(std::string(NNLAB_SOURCE_DIR) + "/kernels/" + file));
+    INFO(file << " lists " << listed.size() << " versions; its table has " << count);
+    REQUIRE(listed.size() == count);
+    for (size_t i = 0; i < listed.size(); ++i) REQUIRE(listed[i] == static_cast<int>(i + 1));  // in order
   }
 }
 
@@ -435,11 +439,15 @@ TEST_CASE("fused ops: versions are found by number, vN and name", "[kernels][fus
   REQUIRE(kernels::bias_gelu_version("fused").number == 2);
   REQUIRE(kernels::softmax_version("online").number == 2);
   REQUIRE(kernels::softmax_version("v3").number == 3);
+  REQUIRE(kernels::softmax_version("three-pass-simd").number == 3);
+  REQUIRE(kernels::softmax_version("online-simd").number == 4);
+  REQUIRE(kernels::softmax_version("4").number == 4);
   REQUIRE(kernels::layernorm_version("one-pass").number == 2);
   REQUIRE(kernels::layernorm_version("3").number == 3);
   REQUIRE_THROWS_AS(kernels::cos2_version("v9"), std::invalid_argument);
   REQUIRE_THROWS_AS(kernels::bias_gelu_version("v3"), std::invalid_argument);
   REQUIRE_THROWS_AS(kernels::softmax_version("fast"), std::invalid_argument);
+  REQUIRE_THROWS_AS(kernels::softmax_version("v5"), std::invalid_argument);
   REQUIRE_THROWS_AS(kernels::layernorm_version(""), std::invalid_argument);
 }
 
@@ -476,8 +484,13 @@ TEST_CASE("the fused ops' benches validate and time every variant at their quick
   const auto cos2 = kernels::bench::op("cos2").make("1003", 1);
   REQUIRE(cos2->bytes(0) == 2 * cos2->bytes(1));
   REQUIRE(cos2->flops() == 0.0);
+  // Softmax: the three-pass versions (v1, v3) move 20 B/element, the online ones (v2, v4) 12.
   const auto sm = kernels::bench::op("softmax").make("3x7", 1);
-  REQUIRE(sm->bytes(0) > sm->bytes(1));
+  REQUIRE(kernels::softmax_versions().size() == 4);
+  REQUIRE(sm->bytes(0) == 20.0 * 21);
+  REQUIRE(sm->bytes(1) == 12.0 * 21);
+  REQUIRE(sm->bytes(2) == 20.0 * 21);
+  REQUIRE(sm->bytes(3) == 12.0 * 21);
   REQUIRE_THROWS_AS(kernels::bench::op("softmax").make("3", 1), std::invalid_argument);
   REQUIRE_THROWS_AS(kernels::bench::op("cos2").make("0", 1), std::invalid_argument);
   REQUIRE_THROWS_AS(kernels::bench::op("layernorm").make("4xK", 1), std::invalid_argument);

@@ -86,4 +86,22 @@ class CaptureCout {
   std::streambuf* saved_;
 };
 
+// The version numbers a kernel header lists, in the order listed: lines of the form
+// "//   v3  what it changes ..." (house style: one line per version). The tests compare
+// them with the versions table, so the comment cannot drift from the code.
+inline std::vector<int> listed_versions(const std::string& header) {
+  std::vector<int> out;
+  std::istringstream lines(header);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("//", 0) != 0) continue;
+    const size_t v = line.find_first_not_of(' ', 2);
+    if (v == std::string::npos || v == 2 || line[v] != 'v') continue;
+    size_t end = v + 1;
+    while (end < line.size() && line[end] >= '0' && line[end] <= '9') ++end;
+    if (end == v + 1 || end + 1 >= line.size() || line[end] != ' ' || line[end + 1] != ' ') continue;
+    out.push_back(std::stoi(line.substr(v + 1, end - v - 1)));
+  }
+  return out;
+}
+
 }  // namespace testing

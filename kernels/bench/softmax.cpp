@@ -52,12 +52,15 @@ class SoftmaxProblem : public harness::Problem {
     os << "rows=" << short_count(static_cast<size_t>(rows_)) << " cols=" << short_count(static_cast<size_t>(cols_));
     return os.str();
   }
-  // The work is one exp per element (two in v2, v3): not FLOPs worth counting. GB/s only.
+  // The work is one exp per element (two in v2, v4): not FLOPs worth counting. GB/s only.
   double flops() const override { return 0.0; }
-  // v1: read x (max); read x, write y (exp); read y, write y (normalise) = 20 B/element.
-  // v2, v3: read x (max and sum); read x, write y = 12 B/element.
+  // Three passes (v1, v3): read x (max); read x, write y (exp); read y, write y
+  // (normalise) = 20 B/element. Online (v2, v4): read x (max and sum); read x, write y =
+  // 12 B/element. Told apart by the version's name, not by its place in the table.
   double bytes(size_t variant) const override {
-    const double per_element = variant == 0 ? 20.0 : 12.0;
+    const std::string name = softmax_versions()[variant].name;
+    const bool three_pass = name == "three-pass" || name == "three-pass-simd";
+    const double per_element = three_pass ? 20.0 : 12.0;
     return per_element * static_cast<double>(n_);
   }
   bool flush_between_runs() const override { return !fits_in_cache(8.0 * static_cast<double>(n_)); }
@@ -67,8 +70,8 @@ class SoftmaxProblem : public harness::Problem {
   Check validate(size_t variant) override {
     std::fill(y_.data(), y_.data() + n_, GuardedBuffer::kNaN);
     run(variant);
-    // Relative: probabilities range over 1e7. v3's float lane sums (<= 128 terms) stay
-    // within ~8e-6 at worst, libm's exp and poly_exp within ~2e-7.
+    // Relative: probabilities range over 1e7. v3's and v4's float lane sums (<= 128
+    // terms) stay within ~8e-6 at worst, libm's exp and poly_exp within ~2e-7.
     Check c = harness::compare("probs", y_.span(), want_, {1e-12, 1e-5});
     const std::string damage = y_.guard_damage("probs");
     if (!damage.empty()) {
@@ -95,7 +98,7 @@ harness::OpBench softmax_bench() {
   // Per buffer: 16 KB (L1), 256 KB (L2), 3 MB of GPT-2-vocabulary rows (L3), 32 MB of
   // 1024-wide rows (memory, but every row in L1), two 64 MB rows (every pass from memory).
   op.default_sizes = {"4x1024", "64x1024", "16x50257", "8192x1024", "2x16M"};
-  // 2053 > 2 chunks of 1024: v3's chunk merging and ragged last chunk run too.
+  // 2053 > 2 chunks of 1024: v3's and v4's chunks and ragged last chunk run too.
   op.quick_sizes = {"7x33", "3x2053"};
   op.variants = softmax_variants();
   op.make = [](const std::string& size, uint64_t seed) -> std::unique_ptr<harness::Problem> {
