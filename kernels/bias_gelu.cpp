@@ -6,10 +6,10 @@
 #include "kernels/bias_gelu.h"
 
 #include <cstddef>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/simd.h"
+#include "kernels/versions.h"
 
 namespace kernels {
 
@@ -68,16 +68,7 @@ const std::vector<BiasGeluVersion>& bias_gelu_versions() {
 }
 
 const BiasGeluVersion& bias_gelu_version(const std::string& number_or_name) {
-  for (const BiasGeluVersion& v : bias_gelu_versions()) {
-    const std::string number = std::to_string(v.number);
-    const bool with_v = number_or_name.size() > 1 && number_or_name[0] == 'v' &&
-                        number_or_name.compare(1, std::string::npos, number) == 0;
-    if (number_or_name == number || with_v || number_or_name == v.name) {
-      return v;
-    }
-  }
-  throw std::invalid_argument("unknown bias_gelu version '" + number_or_name + "': use a number 1.." +
-                              std::to_string(bias_gelu_versions().size()) + " or a name such as 'fused'");
+  return find_version(bias_gelu_versions(), number_or_name, "bias_gelu");
 }
 
 }  // namespace kernels

@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/simd.h"
+#include "kernels/versions.h"
 
 namespace kernels {
 
@@ -101,16 +101,7 @@ const std::vector<Cos2Version>& cos2_versions() {
 }
 
 const Cos2Version& cos2_version(const std::string& number_or_name) {
-  for (const Cos2Version& v : cos2_versions()) {
-    const std::string number = std::to_string(v.number);
-    const bool with_v = number_or_name.size() > 1 && number_or_name[0] == 'v' &&
-                        number_or_name.compare(1, std::string::npos, number) == 0;
-    if (number_or_name == number || with_v || number_or_name == v.name) {
-      return v;
-    }
-  }
-  throw std::invalid_argument("unknown cos2 version '" + number_or_name + "': use a number 1.." +
-                              std::to_string(cos2_versions().size()) + " or a name such as 'fused'");
+  return find_version(cos2_versions(), number_or_name, "cos2");
 }
 
 }  // namespace kernels

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/simd.h"
+#include "kernels/versions.h"
 
 namespace kernels {
 
@@ -32,6 +32,30 @@ void normalise_row(float* y, const float* x, const float* weight, const float* b
 }
 
 }  // namespace
+
+// ---- the reference, in double ------------------------------------------------------------
+LayernormReference layernorm_reference(const float* inp, const float* weight, const float* bias, int rows,
+                                       int C) {
+  LayernormReference ref;
+  ref.out.resize(static_cast<size_t>(rows) * static_cast<size_t>(C));
+  for (int r = 0; r < rows; ++r) {
+    const float* x = inp + static_cast<ptrdiff_t>(r) * C;
+    double sum = 0.0;
+    for (int i = 0; i < C; ++i) sum += x[i];
+    const double m = sum / C;
+    double sq = 0.0;
+    for (int i = 0; i < C; ++i) sq += (x[i] - m) * (x[i] - m);
+    const double s = 1.0 / std::sqrt(sq / C + 1e-5);
+    for (int i = 0; i < C; ++i) {
+      ref.out[static_cast<size_t>(r) * static_cast<size_t>(C) + static_cast<size_t>(i)] =
+          (x[i] - m) * s * weight[i] + bias[i];
+    }
+    ref.mean.push_back(m);
+    ref.rstd.push_back(s);
+    ref.cond = std::max(ref.cond, std::fabs(m) * s);
+  }
+  return ref;
+}
 
 // ---- v1: three passes ---------------------------------------------------------------------
 void layernorm_forward_v1(float* out, float* mean, float* rstd, const float* inp, const float* weight,
@@ -211,16 +235,7 @@ const std::vector<LayernormVersion>& layernorm_versions() {
 }
 
 const LayernormVersion& layernorm_version(const std::string& number_or_name) {
-  for (const LayernormVersion& v : layernorm_versions()) {
-    const std::string number = std::to_string(v.number);
-    const bool with_v = number_or_name.size() > 1 && number_or_name[0] == 'v' &&
-                        number_or_name.compare(1, std::string::npos, number) == 0;
-    if (number_or_name == number || with_v || number_or_name == v.name) {
-      return v;
-    }
-  }
-  throw std::invalid_argument("unknown layernorm version '" + number_or_name + "': use a number 1.." +
-                              std::to_string(layernorm_versions().size()) + " or a name such as 'one-pass'");
+  return find_version(layernorm_versions(), number_or_name, "layernorm");
 }
 
 }  // namespace kernels

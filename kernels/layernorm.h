@@ -45,6 +45,16 @@
 
 namespace kernels {
 
+// The reference every version is validated against (tests and bench): the three-pass
+// formula in double. `cond` = max over rows of |mean| * rstd, what rounding the mean to
+// float costs any float version (validation tolerances scale with it).
+struct LayernormReference {
+  std::vector<double> out, mean, rstd;
+  double cond = 0.0;
+};
+LayernormReference layernorm_reference(const float* inp, const float* weight, const float* bias, int rows,
+                                       int C);
+
 // out (rows,C), mean (rows), rstd (rows), inp (rows,C), weight (C), bias (C); no aliasing.
 using LayernormFn = void (*)(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                              const float* bias, int rows, int C);

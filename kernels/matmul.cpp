@@ -13,10 +13,10 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/simd.h"
+#include "kernels/versions.h"
 
 namespace kernels {
 
@@ -418,17 +418,7 @@ const std::vector<SgemmVersion>& sgemm_versions() {
 }
 
 const SgemmVersion& sgemm_version(const std::string& number_or_name) {
-  for (const SgemmVersion& v : sgemm_versions()) {
-    const std::string number = std::to_string(v.number);
-    const bool with_v = number_or_name.size() > 1 && number_or_name[0] == 'v' &&
-                        number_or_name.compare(1, std::string::npos, number) == 0;
-    if (number_or_name == number || with_v || number_or_name == v.name) {
-      return v;
-    }
-  }
-  throw std::invalid_argument("unknown sgemm version '" + number_or_name +
-                              "': use a number 1.." + std::to_string(sgemm_versions().size()) +
-                              " or a name such as 'naive'");
+  return find_version(sgemm_versions(), number_or_name, "sgemm");
 }
 
 }  // namespace kernels

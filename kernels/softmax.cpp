@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/elementwise.h"
 #include "kernels/simd.h"
+#include "kernels/versions.h"
 
 namespace kernels {
 
@@ -211,16 +211,7 @@ const std::vector<SoftmaxVersion>& softmax_versions() {
 }
 
 const SoftmaxVersion& softmax_version(const std::string& number_or_name) {
-  for (const SoftmaxVersion& v : softmax_versions()) {
-    const std::string number = std::to_string(v.number);
-    const bool with_v = number_or_name.size() > 1 && number_or_name[0] == 'v' &&
-                        number_or_name.compare(1, std::string::npos, number) == 0;
-    if (number_or_name == number || with_v || number_or_name == v.name) {
-      return v;
-    }
-  }
-  throw std::invalid_argument("unknown softmax version '" + number_or_name + "': use a number 1.." +
-                              std::to_string(softmax_versions().size()) + " or a name such as 'online'");
+  return find_version(softmax_versions(), number_or_name, "softmax");
 }
 
 }  // namespace kernels

@@ -11,6 +11,7 @@
 #include "kernels/bench/ops.h"
 #include "kernels/ceilings.h"
 #include "kernels/harness.h"
+#include "tests/bench_test_util.h"
 #include "tests/cli_helpers.h"
 #include "tests/test_util.h"
 
@@ -18,26 +19,9 @@ namespace h = kernels::harness;
 
 namespace {
 
-// Ceilings filled by hand: the tests never spend time measuring.
-kernels::Ceilings fake_ceilings() {
-  kernels::Ceilings c;
-  c.threads_all = 2;
-  c.flops_1t = 50e9;
-  c.flops_all = 100e9;
-  c.bw_1t = 10e9;
-  c.bw_all = 15e9;
-  c.simd = "test";
-  return c;
-}
+using testing::fake_ceilings;
 
-h::BenchOptions quick_options() {
-  h::BenchOptions o;
-  o.timing.repeats = 1;
-  o.timing.warmup = 0;
-  o.timing.flush = false;
-  o.threads = {1, 2};
-  return o;
-}
+h::BenchOptions quick_options() { return testing::quick_bench_options(); }
 
 // y = 2 x over n floats; variant 1 is wrong on purpose (misses the last element).
 class DoubleIt : public h::Problem {

@@ -24,6 +24,7 @@
 #include "kernels/matmul.h"
 #include "kernels/simd.h"
 #include "kernels/softmax.h"
+#include "tests/bench_test_util.h"
 #include "tests/test_util.h"
 
 namespace h = kernels::harness;
@@ -336,36 +337,12 @@ TEST_CASE("softmax_forward() is the version softmax.h names as the default (v3)"
 
 namespace {
 
-struct LayernormRef {
-  std::vector<double> out, mean, rstd;
-  double cond = 0.0;  // max |mean| * rstd: what rounding the mean to float can cost
-};
-
-LayernormRef layernorm_reference(const float* x, const float* w, const float* b, int rows, int C) {
-  LayernormRef ref;
-  ref.out.resize(static_cast<size_t>(rows) * C);
-  for (int r = 0; r < rows; ++r) {
-    const float* row = x + static_cast<size_t>(r) * C;
-    double sum = 0.0;
-    for (int i = 0; i < C; ++i) sum += row[i];
-    const double m = sum / C;
-    double sq = 0.0;
-    for (int i = 0; i < C; ++i) sq += (row[i] - m) * (row[i] - m);
-    const double s = 1.0 / std::sqrt(sq / C + 1e-5);
-    for (int i = 0; i < C; ++i) ref.out[static_cast<size_t>(r) * C + i] = (row[i] - m) * s * w[i] + b[i];
-    ref.mean.push_back(m);
-    ref.rstd.push_back(s);
-    ref.cond = std::max(ref.cond, std::fabs(m) * s);
-  }
-  return ref;
-}
-
 // Every version on inp (rows, C): out, mean and rstd match; no overrun.
 void check_layernorm(const h::GuardedBuffer& x, int rows, int C, uint64_t seed, const std::string& label) {
   h::GuardedBuffer w(static_cast<size_t>(C), 2, 0.0f), b(static_cast<size_t>(C), 3, 0.0f);
   h::fill_random(w.span(), seed, 0.5f, 1.5f);
   h::fill_random(b.span(), seed + 1, -0.5f, 0.5f);
-  const LayernormRef ref = layernorm_reference(x.data(), w.data(), b.data(), rows, C);
+  const kernels::LayernormReference ref = kernels::layernorm_reference(x.data(), w.data(), b.data(), rows, C);
   // Any float code rounds the mean before x - mean: up to ulp(mean)/2 * rstd * |w| (|w| <=
   // 1.5) of error, ~2e-4 for 1000 + U(-1, 1). 1e-5 for everything else.
   const double atol = 1e-5 + 1.2e-7 * ref.cond * 1.5;
@@ -452,22 +429,11 @@ TEST_CASE("fused ops: versions are found by number, vN and name", "[kernels][fus
 }
 
 TEST_CASE("the fused ops' benches validate and time every variant at their quick sizes", "[kernels][fused]") {
-  // Ceilings filled by hand: nothing is measured. One untimed-warmup-free run per case.
-  kernels::Ceilings ceilings;
-  ceilings.threads_all = 2;
-  ceilings.flops_1t = 50e9;
-  ceilings.flops_all = 100e9;
-  ceilings.bw_1t = 10e9;
-  ceilings.bw_all = 15e9;
-  ceilings.simd = "test";
+  const kernels::Ceilings ceilings = testing::fake_ceilings();
   for (const char* name : {"cos2", "bias_gelu", "softmax", "layernorm"}) {
     const h::OpBench& op = kernels::bench::op(name);
-    h::BenchOptions opts;
+    h::BenchOptions opts = testing::quick_bench_options();
     opts.sizes = op.quick_sizes;
-    opts.threads = {1, 2};
-    opts.timing.repeats = 1;
-    opts.timing.warmup = 0;
-    opts.timing.flush = false;
     std::ostringstream log;
     const std::vector<h::Result> results = h::run_bench(op, opts, ceilings, log);
     INFO(name << "\n" << log.str());

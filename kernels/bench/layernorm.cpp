@@ -35,26 +35,15 @@ class LayernormProblem : public harness::Problem {
  public:
   LayernormProblem(int rows, int C, uint64_t seed)
       : rows_(rows), C_(C), n_(static_cast<size_t>(rows) * static_cast<size_t>(C)), x_(n_), w_(C), b_(C),
-        y_(n_), mean_(rows), rstd_(rows), want_y_(n_), want_mean_(rows), want_rstd_(rows) {
+        y_(n_), mean_(rows), rstd_(rows) {
     harness::fill_random(x_.span(), seed, -1.0f, 1.0f);
     harness::fill_random(w_.span(), seed + 1, 0.5f, 1.5f);
     harness::fill_random(b_.span(), seed + 2, -0.5f, 0.5f);
-    double cond = 0.0;  // max over rows of |mean| * rstd: how much a float mean costs
-    for (int r = 0; r < rows; ++r) {
-      const float* x = x_.data() + static_cast<size_t>(r) * C;
-      double sum = 0.0;
-      for (int i = 0; i < C; ++i) sum += x[i];
-      const double m = sum / C;
-      double sq = 0.0;
-      for (int i = 0; i < C; ++i) sq += (x[i] - m) * (x[i] - m);
-      const double s = 1.0 / std::sqrt(sq / C + 1e-5);
-      want_mean_[r] = m;
-      want_rstd_[r] = s;
-      for (int i = 0; i < C; ++i) {
-        want_y_[static_cast<size_t>(r) * C + i] = (x[i] - m) * s * w_.data()[i] + b_.data()[i];
-      }
-      cond = std::max(cond, std::fabs(m) * s);
-    }
+    const LayernormReference ref = layernorm_reference(x_.data(), w_.data(), b_.data(), rows, C);
+    want_y_ = ref.out;
+    want_mean_ = ref.mean;
+    want_rstd_ = ref.rstd;
+    const double cond = ref.cond;
     // Every version rounds the mean to float before x - mean: up to ulp(mean)/2 * rstd *
     // |w| (|w| <= 1.5) of error that no float code avoids; 1e-5 for the rest.
     out_atol_ = 1e-5 + 1.2e-7 * cond * 1.5;
