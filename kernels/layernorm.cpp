@@ -110,8 +110,8 @@ void layernorm_forward_v2(float* out, float* mean, float* rstd, const float* inp
 // Float lanes cannot hold a double sum, and a float sum of squares would fail (header).
 // So the row is split into chunks of 1024 floats (4 KB, in L1 after the first read), and
 // each chunk gets the stable two-pass statistics, both passes over L1, not memory:
-//   (a) the chunk's mean m_c: 4 accumulators x W lanes (AVX2: 32 float partial sums of 32
-//       terms each), so the rounding stays at about ulp(mean) (measured at 1000 + N(0,1) to
+//   (a) the chunk's mean m_c: kAcc accumulators x W lanes (AVX2: 4 x 8 = 32 float partial
+//       sums of 32 terms each; NEON 8 x 4), so the rounding stays at about ulp(mean) (measured at 1000 + N(0,1) to
 //       1e5 + N(0,1): within 1.3x of what rounding the mean to float costs anyway);
 //   (b) its squared deviations sum (x - m_c)^2: small numbers, no cancellation;
 //   (c) merge the chunk's (count, mean, M2) into the row's, in double (Chan, Golub &
@@ -123,9 +123,12 @@ using V = simd::Native;
 constexpr int W = V::lanes;
 constexpr int kChunk = 1024;  // floats: 4 KB; a multiple of every W
 
-// 4 accumulators: vaddps and vfmadd have 3-4 cycles of latency and two ports take them,
-// so one chain would run at a quarter of the speed the L1 feeds; 4 chains get most of it.
-constexpr int kAcc = 4;
+// At least 4 accumulators: vaddps and vfmadd have 3-4 cycles of latency and two ports take
+// them, so one chain would run at a quarter of the speed the L1 feeds; 4 chains get most of
+// it. And at least 32 float partial sums in all (kAcc x W), so each sums at most 32 terms
+// of a chunk whatever the SIMD width: with NEON's 4 lanes and 4 accumulators the partials
+// got twice AVX2's terms and, at means of 1e4, twice its rounding, past the tests' bound.
+constexpr int kAcc = W >= 8 ? 4 : 32 / W;
 
 V::reg add_all(const V::reg (&acc)[kAcc]) {
   V::reg total = acc[0];
