@@ -301,9 +301,10 @@ void micro_kernel(int kc, const float* Ap, const float* Bp, float* C, int ldc, f
 template <class V>
 constexpr bool kIsPortable = V::portable;
 
-// The five loops around the micro-kernel. With `threaded`, every loop runs inside one
-// OpenMP parallel region: B panels are packed cooperatively, then each thread packs its
-// own slice of the A block... (see sgemm_v6 below for which loop is split and why).
+// The five loops around the micro-kernel. With `threaded`, they all run inside one OpenMP
+// parallel region: the team packs each B block together, then every thread packs and
+// multiplies its own band of rows of A and C (sgemm_v6 below says why rows). Without it,
+// the same code runs on one thread (the `omp for` and `omp barrier` become no-ops).
 template <class V>
 void gemm_packed(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
                  const float* B, int ldb, float beta, float* C, int ldc, bool threaded) {
