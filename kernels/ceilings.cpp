@@ -4,23 +4,18 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/clock.h"
 #include "kernels/simd.h"
 
 namespace kernels {
 
 namespace {
-
-double now_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
 
 // ---- peak FLOP/s --------------------------------------------------------------------
 // Each FMA depends on the previous FMA into the same accumulator, so one accumulator runs

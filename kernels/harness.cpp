@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "kernels/clock.h"
 #include "kernels/simd.h"
 
 #ifndef NNLAB_CXX_FLAGS
@@ -145,11 +145,6 @@ Check merge(Check a, const Check& b) {
 // ---- 3. timing ----------------------------------------------------------------------
 
 namespace {
-
-double now_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;

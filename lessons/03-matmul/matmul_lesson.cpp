@@ -6,7 +6,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +19,7 @@
 
 #include "kernels/bench/ops.h"
 #include "kernels/ceilings.h"
+#include "kernels/clock.h"
 #include "kernels/harness.h"
 #include "kernels/simd.h"
 #include "nn/check.h"
@@ -50,11 +50,6 @@ void add_options(CLI::App& app, Options& o) {
 namespace {
 
 volatile float g_sink = 0.0f;
-
-double now_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
 
 std::string fixed(double v, int digits) {
   std::ostringstream os;
@@ -141,13 +136,13 @@ int run_stride_part(const Options& o) {
     double best = 1e30;
     float sink = 0.0f;
     for (int rep = 0; rep < (o.quick ? 1 : 3); ++rep) {
-      const double t0 = now_seconds();
+      const double t0 = kernels::now_seconds();
       // 8 partial sums: one add chain would wait 4 cycles per add and hide the memory cost.
       float acc[8] = {};
       for (size_t i = 0; i + 7 * s < n; i += 8 * s) {
         for (size_t u = 0; u < 8; ++u) acc[u] += data[i + u * s];
       }
-      best = std::min(best, now_seconds() - t0);
+      best = std::min(best, kernels::now_seconds() - t0);
       for (float a : acc) sink += a;
     }
     if (s == 1) first = best;
