@@ -22,6 +22,11 @@ struct Param {
 void zero_grads(const std::vector<Param>& params);
 // sqrt(sum of squared gradient entries) over all params: for logs and clipping.
 double grad_norm(const std::vector<Param>& params);
+// Gradient clipping by global norm: if grad_norm(params) > max_norm, scales every gradient
+// by max_norm / norm, so the step keeps its direction but not its size. Returns the norm
+// BEFORE clipping (what training logs show). max_norm <= 0 disables clipping. A non-finite
+// norm throws nn::Error (an exploding gradient became inf/NaN: clipping cannot save it).
+double clip_grad_norm(const std::vector<Param>& params, double max_norm);
 
 // ---- SGD with momentum ---------------------------------------------------------------
 //   v = momentum * v + (grad + weight_decay * param)
