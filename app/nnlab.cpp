@@ -3,6 +3,8 @@
 //   nnlab lesson01 [--trace]          a neuron and an MLP in plain loops
 //   nnlab lesson02 [--part train]     backprop; train an MLP on Fashion-MNIST
 //   nnlab lesson03 [--part ladder]    matmul from loops to SIMD and threads, measured
+//   nnlab lesson05 [--part chars]     recurrent networks: a char model and a plant, BPTT
+//   nnlab lesson06 [--part compare]   LSTM: the same tasks, RNN vs LSTM
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
@@ -20,6 +22,8 @@
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
 #include "lessons/03-matmul/matmul_lesson.h"
+#include "lessons/05-rnn/rnn_lesson.h"
+#include "lessons/06-lstm/lstm_lesson.h"
 #include "lessons/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -42,6 +46,16 @@ int main(int argc, char** argv) {
       app.add_subcommand("lesson03", "Lesson 03: matmul from loops to SIMD and threads, measured here");
   lesson03::add_options(*lesson03_cmd, lesson03_opts);
 
+  lesson05::Options lesson05_opts;
+  CLI::App* lesson05_cmd = app.add_subcommand(
+      "lesson05", "Lesson 05: recurrent networks; a character model and a simulated plant");
+  lesson05::add_options(*lesson05_cmd, lesson05_opts);
+
+  lesson06::Options lesson06_opts;
+  CLI::App* lesson06_cmd =
+      app.add_subcommand("lesson06", "Lesson 06: LSTM; the same tasks, RNN vs LSTM side by side");
+  lesson06::add_options(*lesson06_cmd, lesson06_opts);
+
   app::CheckOptions check_opts;
   CLI::App* check_cmd = app.add_subcommand("check", "Check your exercises (exercises/), first failure first");
   app::add_check_options(*check_cmd, check_opts);
@@ -63,7 +77,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson05, lesson06, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -77,6 +91,8 @@ int main(int argc, char** argv) {
     if (*lesson01_cmd) return lesson01::run(lesson01_opts);
     if (*lesson02_cmd) return lesson02::run(lesson02_opts);
     if (*lesson03_cmd) return lesson03::run(lesson03_opts);
+    if (*lesson05_cmd) return lesson05::run(lesson05_opts);
+    if (*lesson06_cmd) return lesson06::run(lesson06_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);
     if (*info_cmd) return app::run_info();

@@ -1,6 +1,8 @@
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace nn {
 
@@ -73,6 +75,12 @@ void Adam::step() {
     adam_step(params_[i].data, params_[i].grad, m_[i].data(), v_[i].data(), params_[i].numel(), t_,
               cfg_);
   }
+}
+
+float cosine_lr(float lr, float min_frac, double progress) {
+  const double p = std::clamp(progress, 0.0, 1.0);
+  const double lr_min = static_cast<double>(lr) * static_cast<double>(min_frac);
+  return static_cast<float>(lr_min + (lr - lr_min) * 0.5 * (1.0 + std::cos(std::numbers::pi * p)));
 }
 
 }  // namespace nn

@@ -55,6 +55,12 @@ struct AdamConfig {
 void adam_step(float* param, const float* grad, float* m, float* v, int64_t n, int64_t t,
                const AdamConfig& cfg);
 
+// ---- learning-rate schedule -------------------------------------------------------------
+// Cosine decay from lr to lr * min_frac over the run, progress in [0, 1]:
+//   lr(p) = lr_min + (lr - lr_min) * (1 + cos(pi * p)) / 2
+// Big steps while the loss is far from a minimum, small ones to settle into it.
+float cosine_lr(float lr, float min_frac, double progress);
+
 class Sgd {
  public:
   Sgd(std::vector<Param> params, SgdConfig cfg);

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <numbers>
 #include <optional>
 #include <sstream>
 
@@ -93,16 +92,6 @@ EvalResult evaluate(nn::Mlp& model, const nn::ImageDataset& ds, int batch_size) 
   r.loss = loss_sum / static_cast<double>(ds.size());
   r.accuracy = static_cast<double>(correct) / static_cast<double>(ds.size());
   return r;
-}
-
-// ---- learning-rate schedule ----------------------------------------------------------------
-// Cosine decay from lr to lr * min_frac over the whole run:
-//   lr(t) = lr_min + (lr - lr_min) * (1 + cos(pi * t / T)) / 2
-// Big steps while the loss is far from a minimum, small ones to settle into it.
-float cosine_lr(float lr, float min_frac, int64_t step, int64_t total_steps) {
-  const double progress = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_steps, 1));
-  const double lr_min = lr * static_cast<double>(min_frac);
-  return static_cast<float>(lr_min + (lr - lr_min) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
 }
 
 std::string join_sizes(const std::vector<int>& sizes) {
@@ -198,7 +187,8 @@ int run_train_part(const Options& o) {
     int64_t correct = 0;
     float lr = o.lr;
     for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
-      lr = cosine_lr(o.lr, o.lr_min_frac, step, total_steps);
+      lr = nn::cosine_lr(o.lr, o.lr_min_frac,
+                         static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_steps, 1)));
 
       // forward: logits (B,V), then the loss
       const float* logits = model.forward(x.data(), B);
