@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "nn/check.h"
+
 namespace nn {
 
 void zero_grads(const std::vector<Param>& params) {
@@ -22,6 +24,24 @@ double grad_norm(const std::vector<Param>& params) {
     }
   }
   return std::sqrt(sum);
+}
+
+double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
+  const double norm = grad_norm(params);
+  // Checked whether or not clipping is on: a NaN/inf gradient ruins the next step either way.
+  NN_CHECK(std::isfinite(norm), "gradient norm is " << norm
+                                    << ": the gradients overflowed (exploding gradients) or hold "
+                                       "NaN. Lower the learning rate, or clip with a smaller max_norm");
+  if (max_norm > 0.0 && norm > max_norm) {
+    // g *= max_norm / ||g||: same direction, length max_norm
+    const auto scale = static_cast<float>(max_norm / norm);
+    for (const Param& p : params) {
+      for (int64_t i = 0; i < p.numel(); ++i) {
+        p.grad[i] *= scale;
+      }
+    }
+  }
+  return norm;
 }
 
 void sgd_step(float* param, const float* grad, float* velocity, int64_t n, const SgdConfig& cfg) {
