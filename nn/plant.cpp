@@ -1,2 +1,337 @@
-// nn/plant.cpp: see nn/plant.h. (Being written: issue 4.)
+// nn/plant.cpp: the simulated tank under PI control, and the ARX baseline (see nn/plant.h).
+//
+// Data flows: TankConfig -> simulate_tank (one step: schedule, disturbance, sensors,
+// controller, pipe, tank) -> Series -> fit_arx (normal equations, Cholesky) -> ArxModel
+// -> arx_predict (one step ahead).
 #include "nn/plant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "nn/check.h"
+#include "nn/rng.h"
+
+namespace nn {
+
+// ---- Series ------------------------------------------------------------------------------
+
+int Series::index_of(const std::string& name) const {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) {
+      return static_cast<int>(i);
+    }
+  }
+  std::ostringstream msg;
+  msg << "no channel '" << name << "' in this series (it has: ";
+  for (size_t i = 0; i < names.size(); ++i) {
+    msg << (i ? ", " : "") << names[i];
+  }
+  msg << ")";
+  fail(__FILE__, __LINE__, msg.str());
+}
+
+std::vector<float> Series::channel(const std::string& name) const {
+  const int ch = index_of(name);
+  std::vector<float> out(static_cast<size_t>(steps));
+  for (int t = 0; t < steps; ++t) {
+    out[static_cast<size_t>(t)] = at(t, ch);
+  }
+  return out;
+}
+
+std::vector<float> Series::columns(const std::vector<std::string>& names_) const {
+  std::vector<int> idx;
+  for (const std::string& n : names_) {
+    idx.push_back(index_of(n));
+  }
+  const size_t k = idx.size();
+  std::vector<float> out(static_cast<size_t>(steps) * k);
+  for (int t = 0; t < steps; ++t) {
+    for (size_t j = 0; j < k; ++j) {
+      out[static_cast<size_t>(t) * k + j] = at(t, idx[j]);
+    }
+  }
+  return out;
+}
+
+// ---- the tank ----------------------------------------------------------------------------
+
+namespace {
+
+void check_config(const TankConfig& c) {
+  NN_CHECK(c.steps >= 2, "TankConfig: steps must be at least 2, got " << c.steps);
+  NN_CHECK(c.dt > 0 && c.area > 0 && c.max_level > 0 && c.pump_gain > 0,
+           "TankConfig: dt, area, max_level and pump_gain must be positive, got dt = "
+               << c.dt << ", area = " << c.area << ", max_level = " << c.max_level << ", pump_gain = " << c.pump_gain);
+  NN_CHECK(c.outflow_coeff >= 0, "TankConfig: outflow_coeff must be >= 0, got " << c.outflow_coeff);
+  NN_CHECK(c.dead_time >= 0, "TankConfig: dead_time must be >= 0 steps, got " << c.dead_time);
+  NN_CHECK(c.kp >= 0 && c.ki >= 0, "TankConfig: the PI gains must be >= 0, got kp = " << c.kp << ", ki = " << c.ki);
+  NN_CHECK(c.setpoint_lo >= 0 && c.setpoint_lo <= c.setpoint_hi && c.setpoint_hi <= c.max_level,
+           "TankConfig: need 0 <= setpoint_lo <= setpoint_hi <= max_level, got "
+               << c.setpoint_lo << ", " << c.setpoint_hi << ", " << c.max_level);
+  NN_CHECK(c.setpoint_hold_min >= 1 && c.setpoint_hold_min <= c.setpoint_hold_max,
+           "TankConfig: need 1 <= setpoint_hold_min <= setpoint_hold_max, got " << c.setpoint_hold_min << " and "
+                                                                                  << c.setpoint_hold_max);
+  NN_CHECK(c.drain_rate >= 0 && c.drain_rate <= 1, "TankConfig: drain_rate is a probability per step, in [0, 1], got "
+                                                       << c.drain_rate);
+  NN_CHECK(c.drain_max >= 0, "TankConfig: drain_max must be >= 0, got " << c.drain_max);
+  NN_CHECK(c.level_noise >= 0 && c.flow_noise >= 0,
+           "TankConfig: noise levels must be >= 0, got " << c.level_noise << " and " << c.flow_noise);
+  NN_CHECK(c.open_loop_pump <= 1, "TankConfig: open_loop_pump must be in [0, 1] (or negative for PI control), got "
+                                      << c.open_loop_pump);
+}
+
+}  // namespace
+
+Series simulate_tank(const TankConfig& cfg) {
+  check_config(cfg);
+  Series s;
+  s.steps = cfg.steps;
+  s.names = {"setpoint", "pump", "level", "outflow", "drain"};
+  const size_t C = s.names.size();
+  s.data.resize(static_cast<size_t>(cfg.steps) * C);
+
+  // Three generators, so that changing one source of randomness (say, the noise) leaves
+  // the others' draws as they were: same setpoints and drain events with or without noise.
+  Rng schedule_rng(cfg.seed);
+  Rng drain_rng(cfg.seed + 0x9E3779B97F4A7C15ULL);
+  Rng noise_rng(cfg.seed + 2 * 0x9E3779B97F4A7C15ULL);
+
+  const auto draw_setpoint = [&] {
+    return cfg.setpoint_lo + (cfg.setpoint_hi - cfg.setpoint_lo) * static_cast<double>(schedule_rng.uniform());
+  };
+  const auto draw_hold = [&] {
+    const auto span = static_cast<uint32_t>(cfg.setpoint_hold_max - cfg.setpoint_hold_min + 1);
+    return cfg.setpoint_hold_min + static_cast<int>(schedule_rng.below(span));
+  };
+
+  // Start at rest at the first setpoint: the level there, the pump at the command that
+  // holds it (q_in = q_out), the pipe full of that command, the integral term at it too.
+  double setpoint = draw_setpoint();
+  int hold_left = draw_hold();
+  double level = setpoint;
+  const double u_rest = std::clamp(cfg.outflow_coeff * std::sqrt(level) / cfg.pump_gain, 0.0, 1.0);
+  double integral = u_rest;  // ki * dt * sum of past errors: the I term of the PI output
+  // The pipe: pipe[t % (d+1)] holds u(t) until it reaches the tank at t + d.
+  std::vector<double> pipe(static_cast<size_t>(cfg.dead_time) + 1, u_rest);
+  bool drain_open = false;
+  double drain_flow = 0.0;
+
+  for (int t = 0; t < cfg.steps; ++t) {
+    // 1. The operator's schedule: a new setpoint when the old one has held long enough.
+    if (hold_left == 0) {
+      setpoint = draw_setpoint();
+      hold_left = draw_hold();
+    }
+    --hold_left;
+
+    // 2. The disturbance: the drain valve toggles now and then, at a random flow.
+    if (cfg.drain_rate > 0 && static_cast<double>(drain_rng.uniform()) < cfg.drain_rate) {
+      drain_open = !drain_open;
+      drain_flow = drain_open ? cfg.drain_max * static_cast<double>(drain_rng.uniform()) : 0.0;
+    }
+
+    // 3. The sensors. Torricelli: water leaves the outlet at ~ sqrt(level).
+    const double q_out = cfg.outflow_coeff * std::sqrt(level) + drain_flow;
+    const double y = level + cfg.level_noise * static_cast<double>(noise_rng.normal());
+    const double q = q_out + cfg.flow_noise * static_cast<double>(noise_rng.normal());
+
+    // 4. The controller sees only the measured level:
+    //    u = clamp(kp * e + ki * dt * sum e, 0, 1), e = setpoint - y.
+    double u = 0.0;
+    if (cfg.open_loop_pump >= 0) {
+      u = cfg.open_loop_pump;
+    } else {
+      const double e = setpoint - y;
+      const double integral_next = integral + cfg.ki * cfg.dt * e;
+      const double u_raw = cfg.kp * e + integral_next;
+      // Anti-windup: while the pump is saturated and the error pushes further the same
+      // way, the integral stops growing (else it would need as long to unwind).
+      const bool pushing_past_top = u_raw > 1.0 && e > 0;
+      const bool pushing_past_bottom = u_raw < 0.0 && e < 0;
+      if (!pushing_past_top && !pushing_past_bottom) {
+        integral = integral_next;
+      }
+      u = std::clamp(cfg.kp * e + integral, 0.0, 1.0);
+    }
+
+    // 5. The pipe: what enters the tank now is the command of dead_time steps ago.
+    const size_t slot = static_cast<size_t>(t) % pipe.size();
+    const double u_delayed = pipe[slot];  // u(t - dead_time); with dead_time 0, replaced by u(t) below
+    pipe[slot] = u;
+    const double q_in = cfg.pump_gain * (cfg.dead_time == 0 ? u : u_delayed);
+
+    // Row t: what the plant's log would show at time t.
+    float* row = s.data.data() + static_cast<size_t>(t) * C;
+    row[0] = static_cast<float>(setpoint);
+    row[1] = static_cast<float>(u);
+    row[2] = static_cast<float>(y);
+    row[3] = static_cast<float>(q);
+    row[4] = static_cast<float>(drain_flow);
+
+    // 6. The tank: mass balance, level(t+1) = level(t) + dt / area * (q_in - q_out).
+    //    Empty is empty (the drain cannot take water that is not there), full overflows.
+    level = std::clamp(level + cfg.dt / cfg.area * (q_in - q_out), 0.0, cfg.max_level);
+  }
+  return s;
+}
+
+// ---- ARX: the linear baseline ------------------------------------------------------------
+
+namespace {
+
+void check_arx_sizes(std::span<const float> y, std::span<const float> u, int steps, int ny, int nu, int na,
+                     int nb) {
+  NN_CHECK(ny >= 1 && nu >= 0, "ARX: need at least one output and no negative input count, got ny = "
+                                   << ny << ", nu = " << nu);
+  NN_CHECK(na >= 1, "ARX: na (output lags) must be at least 1, got " << na);
+  NN_CHECK(nb >= 0, "ARX: nb (input lags) must be >= 0, got " << nb);
+  NN_CHECK(steps >= 1, "ARX: steps must be positive, got " << steps);
+  NN_CHECK(y.size() == static_cast<size_t>(steps) * static_cast<size_t>(ny),
+           "ARX: y holds " << y.size() << " values, expected steps x ny = " << steps << " x " << ny);
+  NN_CHECK(u.size() == static_cast<size_t>(steps) * static_cast<size_t>(nu),
+           "ARX: u holds " << u.size() << " values, expected steps x nu = " << steps << " x " << nu);
+}
+
+// phi(t) = [y(t) .. y(t-na+1) | u(t) .. u(t-nb+1) | 1]: the regressors that predict y(t+1).
+void regressors_at(std::span<const float> y, std::span<const float> u, int t, int ny, int nu, int na, int nb,
+                   double* phi) {
+  int k = 0;
+  for (int i = 0; i < na; ++i) {
+    for (int j = 0; j < ny; ++j) {
+      phi[k++] = y[static_cast<size_t>(t - i) * static_cast<size_t>(ny) + static_cast<size_t>(j)];
+    }
+  }
+  for (int i = 0; i < nb; ++i) {
+    for (int j = 0; j < nu; ++j) {
+      phi[k++] = u[static_cast<size_t>(t - i) * static_cast<size_t>(nu) + static_cast<size_t>(j)];
+    }
+  }
+  phi[k] = 1.0;
+}
+
+}  // namespace
+
+ArxModel fit_arx(std::span<const float> y, std::span<const float> u, int steps, int ny, int nu, int na, int nb) {
+  check_arx_sizes(y, u, steps, ny, nu, na, nb);
+  ArxModel m;
+  m.ny = ny;
+  m.nu = nu;
+  m.na = na;
+  m.nb = nb;
+  const int p = m.regressors();
+  // Rows: t = lag-1 .. steps-2 (phi(t) needs lag values of history, and y(t+1) must exist).
+  const int rows = steps - m.lag();
+  NN_CHECK(rows >= p, "ARX: " << steps << " steps give " << std::max(rows, 0) << " equations for " << p
+                              << " unknowns per output (na = " << na << ", nb = " << nb
+                              << "): use a longer series or fewer lags");
+
+  // Least squares, min_theta sum_t |y(t+1) - theta phi(t)|^2, through the normal equations
+  //   (Phi^T Phi) theta_k = Phi^T y_k   for each output k,
+  // accumulated in double: A (p, p) symmetric, b (ny, p).
+  const auto P = static_cast<size_t>(p);
+  std::vector<double> A(P * P, 0.0);
+  std::vector<double> b(static_cast<size_t>(ny) * P, 0.0);
+  std::vector<double> phi(P);
+  for (int t = m.lag() - 1; t <= steps - 2; ++t) {
+    regressors_at(y, u, t, ny, nu, na, nb, phi.data());
+    for (size_t i = 0; i < P; ++i) {
+      for (size_t j = 0; j <= i; ++j) {
+        A[i * P + j] += phi[i] * phi[j];  // lower triangle only; mirrored below
+      }
+    }
+    for (int k = 0; k < ny; ++k) {
+      const double target = y[static_cast<size_t>(t + 1) * static_cast<size_t>(ny) + static_cast<size_t>(k)];
+      for (size_t i = 0; i < P; ++i) {
+        b[static_cast<size_t>(k) * P + i] += phi[i] * target;
+      }
+    }
+  }
+  // A tiny ridge, 1e-9 x trace(A) on the diagonal, keeps Cholesky away from zero pivots
+  // when two regressors are nearly collinear; far too small to bias a fit that is not.
+  double trace = 0.0;
+  for (size_t i = 0; i < P; ++i) {
+    trace += A[i * P + i];
+  }
+  const double ridge = 1e-9 * trace;
+  for (size_t i = 0; i < P; ++i) {
+    A[i * P + i] += ridge;
+  }
+
+  // Cholesky: A = L L^T, L lower triangular, overwriting A's lower triangle.
+  for (size_t j = 0; j < P; ++j) {
+    double d = A[j * P + j];
+    for (size_t k = 0; k < j; ++k) {
+      d -= A[j * P + k] * A[j * P + k];
+    }
+    NN_CHECK(d > 0.0, "ARX: the normal equations are singular (pivot " << j << " of " << p
+                                                                        << "): some regressors are (nearly) "
+                                                                           "constant or copies of others; is an "
+                                                                           "input constant over the whole series?");
+    const double ljj = std::sqrt(d);
+    A[j * P + j] = ljj;
+    for (size_t i = j + 1; i < P; ++i) {
+      double s = A[i * P + j];
+      for (size_t k = 0; k < j; ++k) {
+        s -= A[i * P + k] * A[j * P + k];
+      }
+      A[i * P + j] = s / ljj;
+    }
+  }
+  // Solve L z = b_k (forward), then L^T theta_k = z (backward), for each output.
+  m.theta.assign(static_cast<size_t>(ny) * P, 0.0);
+  std::vector<double> z(P);
+  for (int k = 0; k < ny; ++k) {
+    const double* bk = b.data() + static_cast<size_t>(k) * P;
+    for (size_t i = 0; i < P; ++i) {
+      double s = bk[i];
+      for (size_t j = 0; j < i; ++j) {
+        s -= A[i * P + j] * z[j];
+      }
+      z[i] = s / A[i * P + i];
+    }
+    double* th = m.theta.data() + static_cast<size_t>(k) * P;
+    for (size_t ii = P; ii-- > 0;) {
+      double s = z[ii];
+      for (size_t j = ii + 1; j < P; ++j) {
+        s -= A[j * P + ii] * th[j];
+      }
+      th[ii] = s / A[ii * P + ii];
+    }
+  }
+  return m;
+}
+
+std::vector<float> arx_predict(const ArxModel& model, std::span<const float> y, std::span<const float> u,
+                               int steps) {
+  check_arx_sizes(y, u, steps, model.ny, model.nu, model.na, model.nb);
+  const auto P = static_cast<size_t>(model.regressors());
+  NN_CHECK(model.theta.size() == static_cast<size_t>(model.ny) * P,
+           "ARX: the model holds " << model.theta.size() << " coefficients, expected ny x regressors = "
+                                   << model.ny << " x " << P << ": was it fitted?");
+  const auto ny = static_cast<size_t>(model.ny);
+  std::vector<float> pred(static_cast<size_t>(steps) * ny);
+  std::vector<double> phi(P);
+  for (int t = 0; t < steps; ++t) {
+    float* out = pred.data() + static_cast<size_t>(t) * ny;
+    if (t < model.lag() - 1) {
+      // Too little history: persistence, y(t+1) ~ y(t).
+      std::copy_n(y.data() + static_cast<size_t>(t) * ny, ny, out);
+      continue;
+    }
+    regressors_at(y, u, t, model.ny, model.nu, model.na, model.nb, phi.data());
+    // y_k(t+1) = theta_k . phi(t)
+    for (size_t k = 0; k < ny; ++k) {
+      const double* th = model.theta.data() + k * P;
+      double acc = 0.0;
+      for (size_t i = 0; i < P; ++i) {
+        acc += th[i] * phi[i];
+      }
+      out[k] = static_cast<float>(acc);
+    }
+  }
+  return pred;
+}
+
+}  // namespace nn

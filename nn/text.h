@@ -51,6 +51,23 @@ TextCorpus load_corpus(const std::string& path = "", double val_fraction = 0.1);
 // The same from a string already in memory (tests, notebooks): path = "<memory>".
 TextCorpus corpus_from_text(std::string text, std::string description, double val_fraction = 0.1);
 
+// load_corpus("") with its places spelled out, so a program can print them and a test can
+// point them at temporary directories:
+//   load_corpus("", f) == find_corpus(corpus_search_dirs(), kLicenceDir, f).
+inline constexpr const char* kLicenceDir = "/usr/share/common-licenses";
+// The directories searched for Tiny Shakespeare, in order: $NNLAB_DATA (when set),
+// <repo>/data, ../shared/data, ../../shared/data (the last two relative to the working
+// directory).
+std::vector<std::string> corpus_search_dirs();
+// The Tiny Shakespeare file in `dir`: dir/tinyshakespeare.txt, else
+// dir/tinyshakespeare/input.txt (where fetch_data.py puts it), else "".
+std::string tinyshakespeare_in(const std::string& dir);
+// The first Tiny Shakespeare found in `dirs`; else every regular file of `fallback_dir`
+// (sorted by name, each file once however many symlinks point at it) as one text, with
+// fallback = true; else nn::Error naming both.
+TextCorpus find_corpus(const std::vector<std::string>& dirs, const std::string& fallback_dir,
+                       double val_fraction = 0.1);
+
 // B parallel streams over a token sequence, read in chunks of `steps`: the classic
 // truncated-BPTT batching (char-rnn). The tokens are cut into B equal contiguous streams;
 // chunk k holds, for every stream s, tokens [k*steps, (k+1)*steps) of stream s as input and
