@@ -526,8 +526,8 @@ PlantResult run_plant_task(const PlantOptions& o, std::ostream& os) {
     return PlantScores{name, rmse(p, val.y, O, 0, from), rmse(p, val.y, O, 1, from)};
   };
   std::ostringstream arx_s, arx_l;
-  arx_s << "ARX(na=" << o.arx_na << ", nb=" << o.arx_nb_short << ")";
-  arx_l << "ARX(na=" << o.arx_na << ", nb=" << nb_long << ")";
+  arx_s << "ARX(na=" << o.arx_na << " nb=" << o.arx_nb_short << ")";
+  arx_l << "ARX(na=" << o.arx_na << " nb=" << nb_long << ")";
   r.scores = {score("persistence", persist), score(arx_s.str(), arx_short), score(arx_l.str(), arx_long),
               score(r.cell, net)};
 
