@@ -113,8 +113,9 @@ Series simulate_tank(const TankConfig& cfg) {
   double level = setpoint;
   const double u_rest = std::clamp(cfg.outflow_coeff * std::sqrt(level) / cfg.pump_gain, 0.0, 1.0);
   double integral = u_rest;  // ki * dt * sum of past errors: the I term of the PI output
-  // The pipe: pipe[t % (d+1)] holds u(t) until it reaches the tank at t + d.
-  std::vector<double> pipe(static_cast<size_t>(cfg.dead_time) + 1, u_rest);
+  // The pipe, a ring buffer of the last d commands: slot t % d holds u(t - d) when step t
+  // begins; the step reads it (it reaches the tank now) and puts u(t) in its place.
+  std::vector<double> pipe(static_cast<size_t>(std::max(cfg.dead_time, 1)), u_rest);
   bool drain_open = false;
   double drain_flow = 0.0;
 
@@ -157,10 +158,13 @@ Series simulate_tank(const TankConfig& cfg) {
     }
 
     // 5. The pipe: what enters the tank now is the command of dead_time steps ago.
-    const size_t slot = static_cast<size_t>(t) % pipe.size();
-    const double u_delayed = pipe[slot];  // u(t - dead_time); with dead_time 0, replaced by u(t) below
-    pipe[slot] = u;
-    const double q_in = cfg.pump_gain * (cfg.dead_time == 0 ? u : u_delayed);
+    double u_arriving = u;  // dead_time 0: no pipe
+    if (cfg.dead_time > 0) {
+      const size_t slot = static_cast<size_t>(t) % pipe.size();
+      u_arriving = pipe[slot];  // u(t - dead_time)
+      pipe[slot] = u;
+    }
+    const double q_in = cfg.pump_gain * u_arriving;
 
     // Row t: what the plant's log would show at time t.
     float* row = s.data.data() + static_cast<size_t>(t) * C;
@@ -192,6 +196,14 @@ void check_arx_sizes(std::span<const float> y, std::span<const float> u, int ste
            "ARX: y holds " << y.size() << " values, expected steps x ny = " << steps << " x " << ny);
   NN_CHECK(u.size() == static_cast<size_t>(steps) * static_cast<size_t>(nu),
            "ARX: u holds " << u.size() << " values, expected steps x nu = " << steps << " x " << nu);
+  for (size_t i = 0; i < y.size(); ++i) {
+    NN_CHECK(std::isfinite(y[i]), "ARX: y(" << i / static_cast<size_t>(ny) << ", " << i % static_cast<size_t>(ny)
+                                            << ") is " << y[i] << ": clean the data first");
+  }
+  for (size_t i = 0; i < u.size(); ++i) {
+    NN_CHECK(std::isfinite(u[i]), "ARX: u(" << i / static_cast<size_t>(nu) << ", " << i % static_cast<size_t>(nu)
+                                            << ") is " << u[i] << ": clean the data first");
+  }
 }
 
 // phi(t) = [y(t) .. y(t-na+1) | u(t) .. u(t-nb+1) | 1]: the regressors that predict y(t+1).

@@ -29,10 +29,10 @@ namespace nn {
 // The defaults were tuned with the noise-free, drain-free plant and then checked with both
 // (seeds 1-3, 20000 steps; measured values in docs/ARCHITECTURE.md, "nn/plant"):
 //   - kp, ki: the loop has a 20-step dead time and a tank time constant of ~50 s at mid
-//     level (area / (d q_out / d level)), so the gain is held well below the ultimate gain
-//     (kp = 2 oscillated and kept the pump saturated a third of the time). kp = 1, ki =
-//     0.012 overshoots setpoint steps by ~10% (at most ~25%) and settles in a few hundred
-//     steps, with no sustained oscillation.
+//     level (area / (d q_out / d level)), so the gain stays well below the ultimate gain.
+//     kp = 1, ki = 0.012 overshoots setpoint steps by 7% (median; 20% at most) and settles
+//     into a 5% band in ~150 steps (220 at most), with no sustained oscillation. (kp = 2,
+//     ki = 0.01 overshoots by ~50% and most steps do not settle before the next setpoint.)
 //   - pump_gain 0.0375: the pump can just hold the highest setpoint against the largest
 //     drain (0.03 sqrt(0.8) + 0.01 = 0.037 m^3/s), so it saturates now and then (a few
 //     times per 10k steps, under 1% of the time): a nonlinearity a linear model cannot see.

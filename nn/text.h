@@ -44,7 +44,7 @@ struct TextCorpus {
 //     tinyshakespeare puts it), ../shared/data and ../../shared/data from the working
 //     directory;
 //   - otherwise the fallback: the licence texts in /usr/share/common-licenses (package
-//     base-files, on every Debian machine; ~250 KB of English), with fallback = true and a
+//     base-files, on every Debian machine; ~230 KB of English), with fallback = true and a
 //     description saying so and how to get Tiny Shakespeare.
 // val_fraction in [0, 0.5]; the split is by position (no shuffling: text is a sequence).
 TextCorpus load_corpus(const std::string& path = "", double val_fraction = 0.1);

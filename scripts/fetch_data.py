@@ -4,6 +4,7 @@
     python3 scripts/fetch_data.py fashion-mnist            into <repo>/data/fashion-mnist
     python3 scripts/fetch_data.py mnist --dir /tmp/data    into /tmp/data/mnist
     python3 scripts/fetch_data.py mnist --base-url URL     from a mirror (http://, https://, file://)
+    python3 scripts/fetch_data.py tinyshakespeare          into <repo>/data/tinyshakespeare/input.txt
 
 Each file is downloaded to <file>.part, its MD5 checked against the table below, and only
 then renamed to <file>: an interrupted or corrupt download never looks like a finished
@@ -16,6 +17,12 @@ dataset-fashion-mnist` puts it in /usr/share/datasets/fashion-mnist, where nnlab
 Debian's package ships the same images recompressed, so its .gz files have other
 checksums than the upstream ones below; nnlab's IDX reader validates the content either
 way (magic, sizes, exact length), so both are fine to use.
+
+Tiny Shakespeare (lessons 05-06, character models) keeps its upstream name, input.txt, in
+data/tinyshakespeare/, which is one of the places nn::load_corpus looks (nn/text.h). A
+copy named tinyshakespeare.txt directly in a data folder ($NNLAB_DATA, data/) is found
+too. Without it the lessons train on the licence texts in /usr/share/common-licenses
+instead, and say so.
 
 Python 3 standard library only.
 """
@@ -55,6 +62,17 @@ DATASETS = {
             "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
         },
         "offline_hint": "check your network, or copy the four files from another machine into {dest}",
+    },
+    # Karpathy's char-rnn corpus: 1115394 bytes, SHA-256
+    # 86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed.
+    "tinyshakespeare": {
+        "base_url": "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/",
+        "files": {
+            "input.txt": "6fb458f1232090904fb40fe944165e91",
+        },
+        "offline_hint": "check your network, or copy input.txt (1115394 bytes) from another machine into "
+                        "{dest}. Until then, lessons 05-06 fall back to the Debian licence texts in "
+                        "/usr/share/common-licenses (and say so)",
     },
 }
 

@@ -1,6 +1,7 @@
 // scripts/fetch_data.py, offline: an unreachable server and a mirror serving wrong files
 // both end in a non-zero exit, a clear message and no files left behind; a mirror with
-// the right files (through a patched checksum table) downloads, then skips.
+// the right files (through a patched checksum table) downloads, then skips. Tiny Shakespeare:
+// listed, checked, and saved where nn::load_corpus looks.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "tests/test_util.h"
+#include "nn/text.h"
 namespace fs = std::filesystem;
 using namespace testing;  // TempDir, error_of, read_bytes, write_bytes (tests/test_util.h)
 using Catch::Contains;
@@ -158,4 +160,96 @@ sys.exit(fetch_data.main(['fake', '--dir', out, '--base-url', url]))
   INFO("third run:\n" << text);
   REQUIRE_THAT(text, Contains("a.bin: present but its MD5 is") && Contains("downloading it again"));
   REQUIRE(read_text((out / "fake" / "a.bin").string()) == "first file\n");
+}
+
+TEST_CASE("fetch_data.py tinyshakespeare: listed, a wrong text is rejected, offline names the fallback", "[fetch]") {
+  TempDir tmp("fetch");
+  if (!have_python(tmp)) {
+    WARN("python3 not found: skipping the fetch_data.py tests");
+    return;
+  }
+  REQUIRE(run("python3 " + quoted(kScript) + " --help", tmp.file("help.txt")) == 0);
+  REQUIRE_THAT(read_text(tmp.file("help.txt")), Contains("tinyshakespeare"));
+
+  // A mirror serving upstream's file name with other text.
+  const fs::path src = tmp.path / "mirror";
+  fs::create_directories(src);
+  std::ofstream(src / "input.txt") << "First Citizen:\nnot quite the real thing\n";
+  const fs::path out = tmp.path / "out";
+  int rc = run("python3 " + quoted(kScript) + " tinyshakespeare --dir " + quoted(out.string()) + " --base-url " +
+                   quoted(file_url(src)),
+               tmp.file("mismatch.txt"));
+  std::string text = read_text(tmp.file("mismatch.txt"));
+  INFO("fetch_data.py printed:\n" << text);
+  REQUIRE(rc != 0);
+  REQUIRE(files_under(out).empty());
+  REQUIRE_THAT(text, Contains("input.txt: checksum mismatch") && Contains("expected 6fb458f1232090904fb40fe944165e91"));
+
+  rc = run("python3 " + quoted(kScript) + " tinyshakespeare --dir " + quoted(out.string()) +
+               " --base-url http://127.0.0.1:9/ --timeout 10",
+           tmp.file("offline.txt"));
+  text = read_text(tmp.file("offline.txt"));
+  INFO("fetch_data.py printed:\n" << text);
+  REQUIRE(rc != 0);
+  REQUIRE(files_under(out).empty());
+  REQUIRE_THAT(text, Contains("cannot download") && Contains("/usr/share/common-licenses") && Contains("1115394 bytes"));
+}
+
+TEST_CASE("fetch_data.py tinyshakespeare puts the file where nn::load_corpus looks", "[fetch]") {
+  TempDir tmp("fetch");
+  if (!have_python(tmp)) {
+    WARN("python3 not found: skipping the fetch_data.py tests");
+    return;
+  }
+  // The real entry, with its MD5 patched to that of a small stand-in (the real text cannot
+  // be served offline unless this machine has a copy: see the next step).
+  const fs::path src = tmp.path / "mirror";
+  fs::create_directories(src);
+  std::ofstream(src / "input.txt") << "First Citizen:\nBefore we proceed any further, hear me speak.\n";
+  const std::string driver = tmp.file("driver.py");
+  std::ofstream(driver) << R"(import hashlib, os, sys
+sys.dont_write_bytecode = True  # leave no __pycache__ in scripts/
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import fetch_data
+src, out, url = sys.argv[2], sys.argv[3], sys.argv[4]
+files = fetch_data.DATASETS['tinyshakespeare']['files']
+for n in files:
+    files[n] = hashlib.md5(open(os.path.join(src, n), 'rb').read()).hexdigest()
+sys.exit(fetch_data.main(['tinyshakespeare', '--dir', out, '--base-url', url]))
+)";
+  const fs::path out = tmp.path / "out";
+  REQUIRE(run("python3 " + quoted(driver) + " " + quoted(kScript) + " " + quoted(src.string()) + " " +
+                  quoted(out.string()) + " " + quoted(file_url(src)),
+              tmp.file("fake.txt")) == 0);
+  INFO("fetch_data.py printed:\n" << read_text(tmp.file("fake.txt")));
+  REQUIRE(nn::tinyshakespeare_in(out.string()) == (out / "tinyshakespeare" / "input.txt").string());
+  REQUIRE(nn::load_corpus(nn::tinyshakespeare_in(out.string())).text.rfind("First Citizen:", 0) == 0);
+
+  // The real checksum, when this machine has the real text somewhere (CI: ../shared/data
+  // beside the repository).
+  std::vector<std::string> dirs = nn::corpus_search_dirs();
+  dirs.push_back((fs::path(NNLAB_SOURCE_DIR).parent_path() / "shared" / "data").string());
+  std::string real;
+  for (const std::string& d : dirs) {
+    const std::string f = nn::tinyshakespeare_in(d);
+    std::error_code ec;
+    if (!f.empty() && fs::file_size(f, ec) == 1115394u) {
+      real = f;
+      break;
+    }
+  }
+  if (real.empty()) {
+    WARN("no copy of Tiny Shakespeare on this machine: the real checksum is not exercised");
+    return;
+  }
+  const fs::path mirror = tmp.path / "real-mirror";
+  fs::create_directories(mirror);
+  fs::copy_file(real, mirror / "input.txt");
+  const fs::path out2 = tmp.path / "out2";
+  REQUIRE(run("python3 " + quoted(kScript) + " tinyshakespeare --dir " + quoted(out2.string()) + " --base-url " +
+                  quoted(file_url(mirror)),
+              tmp.file("real.txt")) == 0);
+  INFO("fetch_data.py printed:\n" << read_text(tmp.file("real.txt")));
+  REQUIRE_THAT(read_text(tmp.file("real.txt")), Contains("input.txt: 1.1 MB, checksum ok"));
+  REQUIRE(nn::tinyshakespeare_in(out2.string()) == (out2 / "tinyshakespeare" / "input.txt").string());
 }
