@@ -28,7 +28,7 @@ void add_seq_flags(CLI::App& app, SeqFlags& f, const std::string& default_out_di
       ->check(CLI::Range(0, 65536))->group(g);
   app.add_option("--lr", f.lr, "Peak Adam learning rate (0: 3e-3 for chars, 1e-2 for plant)")
       ->check(CLI::Range(0.0, 10.0))->group(g);
-  app.add_option("--iters", f.iters, "Optimizer steps (default: 2000 for chars, 1500 for plant)")
+  app.add_option("--iters", f.iters, "Optimizer steps (default: 2000 for chars, 3000 for plant)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}))->group(g);
   app.add_option("--budget", f.budget_s,
                  "Also stop after this many seconds of training (0: no limit; the run then depends "

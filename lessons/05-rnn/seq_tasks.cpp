@@ -342,14 +342,21 @@ struct Scaler {
 };
 
 // The learning problem from a plant run: at step t the network sees (pump, level,
-// outflow) at t and predicts (level, outflow) at t+1.
+// outflow) at t and predicts (level, outflow) at t+1. It is trained on the CHANGE
+// y(t+1) - y(t), and its prediction is y(t) + that change: a residual. Predicting the
+// level itself would make it spend its accuracy on copying the current value through a
+// tanh layer (the change per step is ~1/100 of the level's range); persistence is then
+// what the network starts from, and everything it learns is an improvement on it.
 const std::vector<std::string> kInputs = {"pump", "level", "outflow"};
 const std::vector<std::string> kOutputs = {"level", "outflow"};
 
 struct PlantData {
   nn::Series series;
-  int rows = 0;                 // steps - 1: the last step has no next value to predict
-  std::vector<float> x, y;      // raw (rows, 3) and (rows, 2)
+  int rows = 0;                  // steps - 1: the last step has no next value to predict
+  std::vector<float> x;          // (rows, 3) the inputs at t
+  std::vector<float> y_now;      // (rows, 2) the sensors at t
+  std::vector<float> y_next;     // (rows, 2) the sensors at t+1: what is predicted
+  std::vector<float> dy;         // (rows, 2) y_next - y_now: what the network is trained on
 };
 
 PlantData make_plant_data(int steps, int dead_time, uint64_t seed) {
@@ -362,8 +369,12 @@ PlantData make_plant_data(int steps, int dead_time, uint64_t seed) {
   d.rows = steps - 1;
   const std::vector<float> in = d.series.columns(kInputs);
   const std::vector<float> out = d.series.columns(kOutputs);
-  d.x.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(d.rows * kInputs.size()));
-  d.y.assign(out.begin() + static_cast<std::ptrdiff_t>(kOutputs.size()), out.end());
+  const auto O = static_cast<std::ptrdiff_t>(kOutputs.size());
+  d.x.assign(in.begin(), in.begin() + d.rows * static_cast<std::ptrdiff_t>(kInputs.size()));
+  d.y_now.assign(out.begin(), out.end() - O);
+  d.y_next.assign(out.begin() + O, out.end());
+  d.dy.resize(d.y_next.size());
+  for (size_t i = 0; i < d.dy.size(); ++i) d.dy[i] = d.y_next[i] - d.y_now[i];
   return d;
 }
 
@@ -443,9 +454,9 @@ PlantResult run_plant_task(const PlantOptions& o, std::ostream& os) {
   const PlantData train = make_plant_data(o.train_steps, o.dead_time, 1);
   const PlantData val = make_plant_data(o.val_steps, o.dead_time, 2);
   const Scaler xs_scale = Scaler::fit(train.x, C);
-  const Scaler ys_scale = Scaler::fit(train.y, O);
-  const std::vector<float> train_x = xs_scale.apply(train.x), train_y = ys_scale.apply(train.y);
-  const std::vector<float> val_x = xs_scale.apply(val.x), val_y = ys_scale.apply(val.y);
+  const Scaler ys_scale = Scaler::fit(train.dy, O);
+  const std::vector<float> train_x = xs_scale.apply(train.x), train_y = ys_scale.apply(train.dy);
+  const std::vector<float> val_x = xs_scale.apply(val.x), val_y = ys_scale.apply(val.dy);
   SeriesBatcher batcher(train_x, train_y, train.rows, C, O, o.batch_size, o.seq_len);
   os << "plant     tank under PI control, dead time " << o.dead_time << " steps; " << train.rows
      << " training steps (seed 1), " << val.rows << " validation steps (seed 2)\n"
@@ -503,8 +514,8 @@ PlantResult run_plant_task(const PlantOptions& o, std::ostream& os) {
 
   // ---- scores on the validation run, in physical units ----
   const std::vector<float> net_std = predict_series(model, val_x, val.rows, o.seq_len);
-  std::vector<float> net(net_std.size());
-  for (size_t i = 0; i < net.size(); ++i) net[i] = ys_scale.invert(net_std[i], i % static_cast<size_t>(O));
+  std::vector<float> net(net_std.size());  // y(t) + the predicted change
+  for (size_t i = 0; i < net.size(); ++i) net[i] = val.y_now[i] + ys_scale.invert(net_std[i], i % static_cast<size_t>(O));
 
   // The baselines see the same data: y = (level, outflow), u = pump.
   const int nb_long = o.dead_time + 5;
@@ -523,7 +534,7 @@ PlantResult run_plant_task(const PlantOptions& o, std::ostream& os) {
   // Every model is scored on the same rows: after the longest history any of them needs.
   const int from = std::max(nb_long, o.arx_na);
   auto score = [&](const std::string& name, const std::vector<float>& p) {
-    return PlantScores{name, rmse(p, val.y, O, 0, from), rmse(p, val.y, O, 1, from)};
+    return PlantScores{name, rmse(p, val.y_next, O, 0, from), rmse(p, val.y_next, O, 1, from)};
   };
   std::ostringstream arx_s, arx_l;
   arx_s << "ARX(na=" << o.arx_na << " nb=" << o.arx_nb_short << ")";
@@ -561,8 +572,8 @@ PlantResult run_plant_task(const PlantOptions& o, std::ostream& os) {
     for (int t = from; t < end; ++t) {
       const size_t i = static_cast<size_t>(t) * O;
       // row t: the inputs at t, the true sensors at t+1 and every model's prediction of them
-      csv << t << "," << val.series.at(t, sp) << "," << val.series.at(t, pu) << "," << val.y[i] << ","
-          << val.y[i + 1] << "," << val.series.at(t + 1, dr) << "," << persist[i] << "," << arx_short[i] << ","
+      csv << t << "," << val.series.at(t, sp) << "," << val.series.at(t, pu) << "," << val.y_next[i] << ","
+          << val.y_next[i + 1] << "," << val.series.at(t + 1, dr) << "," << persist[i] << "," << arx_short[i] << ","
           << arx_long[i] << "," << net[i] << "," << arx_long[i + 1] << "," << net[i + 1] << "\n";
     }
   }

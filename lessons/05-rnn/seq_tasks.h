@@ -122,7 +122,7 @@ struct PlantOptions : TrainOptions {
     seq_len = 64;
     batch_size = 16;
     lr = 1e-2f;
-    iters = 1500;
+    iters = 3000;
     eval_every = 100;
     out_dir = "out/lesson05";
   }
