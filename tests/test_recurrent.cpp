@@ -677,8 +677,10 @@ double surviving_fraction(nn::CellType cell, uint64_t seed, int steps) {
 TEST_CASE("dh_norms show a vanishing gradient in a tanh RNN; the LSTM keeps more",
           "[recurrent]") {
   // 21 steps: the gradient at the first step has travelled 20 steps back from the loss.
-  // Measured with these seeds (H = 32, the U(+-1/sqrt(H)) init): the RNN keeps ~1e-7 of
-  // it, the LSTM (forget bias 1) ~1e-3. The bounds below leave a factor >= 10 of margin.
+  // Measured (H = 32, B = 4, the layer's U(+-1/sqrt(H)) init, seeds 11..20): the RNN keeps
+  // 1.4e-6 .. 1.2e-4 of it, the LSTM (forget bias 1) 1.7e-3 .. 7.8e-3; here seeds 11, 12, 13
+  // give RNN 4.5e-6, 3.6e-6, 1.2e-4 and LSTM 2.7e-3, 2.0e-3, 2.5e-3. The tightest margin is
+  // seed 13: LSTM / RNN = 21 against the asserted 10. The runs are seeded, so deterministic.
   for (uint64_t seed : {11u, 12u, 13u}) {
     const double rnn = surviving_fraction(nn::CellType::RNN, seed, 21);
     const double lstm = surviving_fraction(nn::CellType::LSTM, seed, 21);
