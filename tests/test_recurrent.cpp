@@ -804,7 +804,9 @@ TEST_CASE("Recurrent: reset_state and a new batch size start from zeros", "[recu
     const float* again = layer.forward(xs.data(), steps, 2);  // from the carried state: differs
     FVec carried(again, again + sz(steps, 2, H));
     bool differs = false;
-    for (size_t i = 0; i < want2.size(); ++i) differs = differs || carried[i] != static_cast<float>(want2[i]);
+    for (size_t i = 0; i < want2.size(); ++i) {
+      differs = differs || carried[i] != static_cast<float>(want2[i]);
+    }
     REQUIRE(differs);
 
     layer.reset_state();
@@ -873,7 +875,9 @@ TEST_CASE("Recurrent: backward equals the free functions from the carried state 
     require_guard(norms, want_norms.size(), "dh_norms");
     // A second backward accumulates the parameter gradients (the rule of nn/ops.h).
     layer.backward(nullptr, dhs.data());
-    for (size_t i = 0; i < db.size(); ++i) REQUIRE(layer.db[static_cast<int64_t>(i)] == Approx(2.0f * db[i]).epsilon(1e-5));
+    for (size_t i = 0; i < db.size(); ++i) {
+      REQUIRE(layer.db[static_cast<int64_t>(i)] == Approx(2.0f * db[i]).epsilon(1e-5));
+    }
   }
   nn::Rng rng(802);
   nn::Recurrent unused("u", nn::CellType::LSTM, 2, 3, rng);
