@@ -29,9 +29,10 @@ double grad_norm(const std::vector<Param>& params) {
 double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
   const double norm = grad_norm(params);
   // Checked whether or not clipping is on: a NaN/inf gradient ruins the next step either way.
-  NN_CHECK(std::isfinite(norm), "gradient norm is " << norm
-                                    << ": the gradients overflowed (exploding gradients) or hold "
-                                       "NaN. Lower the learning rate, or clip with a smaller max_norm");
+  NN_CHECK(std::isfinite(norm),
+           "gradient norm is " << norm
+                               << ": the gradients overflowed (exploding gradients) or hold NaN. "
+                                  "Lower the learning rate, or clip with a smaller max_norm");
   if (max_norm > 0.0 && norm > max_norm) {
     // g *= max_norm / ||g||: same direction, length max_norm
     const auto scale = static_cast<float>(max_norm / norm);
