@@ -1,6 +1,6 @@
 // Exercise 10_rnn_step_backward (lesson 05): one step of BPTT for a tanh RNN cell.
 //
-// Read first: lesson 05's README (lessons/05-*), the part on backpropagation through time;
+// Read first: lesson 05's README (lessons/05-rnn/README.md), the part on backpropagation through time;
 // rnn_cell_forward in nn/recurrent.cpp is the forward step.
 //
 // The forward step, for every row b (a sequence of the batch) and hidden unit j:

@@ -1,6 +1,6 @@
 // Exercise 11_lstm_cell_forward (lesson 06): one step of an LSTM cell, forward.
 //
-// Read first: lesson 06's README (lessons/06-*), the part on the LSTM cell;
+// Read first: lesson 06's README (lessons/06-lstm/README.md), the part on the LSTM cell;
 // lstm_cell_forward in nn/recurrent.cpp is the library's version (with sgemm).
 //
 // An LSTM step is one linear layer with 4H outputs, then four different squashes and two
