@@ -5,12 +5,16 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lessons/05-rnn/rnn_lesson.h"
 #include "lessons/05-rnn/seq_tasks.h"
 #include "nn/rng.h"
 #include "tests/cli_helpers.h"
+#include "tests/seq_test_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -178,4 +182,11 @@ TEST_CASE("lesson 05: a checkpoint of another model is refused", "[lesson05][cli
   INFO(r.output);
   REQUIRE(r.status == 1);
   REQUIRE_THAT(r.output, Catch::Contains("different model"));
+}
+
+TEST_CASE("lesson 05's README quotes what part gradients prints, and names its exercise", "[lesson05][docs]") {
+  const std::string readme = std::string(NNLAB_SOURCE_DIR) + "/lessons/05-rnn/README.md";
+  testing::check_quoted_gradients(readme, {{nn::CellType::RNN, 0.5}, {nn::CellType::RNN, 1.0}, {nn::CellType::RNN, 2.0},
+                                  {nn::CellType::RNN, 4.0}});
+  REQUIRE_THAT(testing::read_text(readme), Catch::Contains("exercises/10_rnn_step_backward"));
 }

@@ -2,12 +2,16 @@
 // both tasks and writes what the notebook reads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lessons/06-lstm/lstm_lesson.h"
 #include "nn/rng.h"
+#include "tests/seq_test_util.h"
 #include "tests/test_util.h"
 
 TEST_CASE("lesson 06 part gates: every gate printed, all six gradients agree", "[lesson06]") {
@@ -61,4 +65,11 @@ TEST_CASE("lesson 06 part compare (quick): both cells, both tasks, the files the
   for (const char* f : {"char_rnn.jsonl", "char_lstm.jsonl", "plant_lstm_d20_val.csv", "plant_rnn_d2.json"}) {
     REQUIRE(std::filesystem::exists(dir.path / "out" / f));
   }
+}
+
+TEST_CASE("lesson 06's README quotes what part gradients prints, and names its exercise", "[lesson06][docs]") {
+  const std::string readme = std::string(NNLAB_SOURCE_DIR) + "/lessons/06-lstm/README.md";
+  testing::check_quoted_gradients(readme, {{nn::CellType::RNN, 1.0}, {nn::CellType::RNN, 2.0}, {nn::CellType::LSTM, 1.0},
+                                  {nn::CellType::LSTM, 2.0}});
+  REQUIRE_THAT(testing::read_text(readme), Catch::Contains("exercises/11_lstm_cell_forward"));
 }
