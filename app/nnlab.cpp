@@ -3,6 +3,7 @@
 //   nnlab lesson01 [--trace]          a neuron and an MLP in plain loops
 //   nnlab lesson02 [--part train]     backprop; train an MLP on Fashion-MNIST
 //   nnlab lesson03 [--part ladder]    matmul from loops to SIMD and threads, measured
+//   nnlab lesson04 [--part train]     convolutional networks; train a CNN on Fashion-MNIST
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
@@ -20,6 +21,7 @@
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
 #include "lessons/03-matmul/matmul_lesson.h"
+#include "lessons/04-cnn/cnn.h"
 #include "lessons/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -42,6 +44,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("lesson03", "Lesson 03: matmul from loops to SIMD and threads, measured here");
   lesson03::add_options(*lesson03_cmd, lesson03_opts);
 
+  lesson04::Options lesson04_opts;
+  CLI::App* lesson04_cmd =
+      app.add_subcommand("lesson04", "Lesson 04: convolutional networks; train a CNN on Fashion-MNIST");
+  lesson04::add_options(*lesson04_cmd, lesson04_opts);
+
   app::CheckOptions check_opts;
   CLI::App* check_cmd = app.add_subcommand("check", "Check your exercises (exercises/), first failure first");
   app::add_check_options(*check_cmd, check_opts);
@@ -63,7 +70,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -77,6 +84,7 @@ int main(int argc, char** argv) {
     if (*lesson01_cmd) return lesson01::run(lesson01_opts);
     if (*lesson02_cmd) return lesson02::run(lesson02_opts);
     if (*lesson03_cmd) return lesson03::run(lesson03_opts);
+    if (*lesson04_cmd) return lesson04::run(lesson04_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);
     if (*info_cmd) return app::run_info();
