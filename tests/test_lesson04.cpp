@@ -247,3 +247,26 @@ TEST_CASE("lesson 04 learns real Fashion-MNIST", "[lesson04][train][slow]") {
   const nn::Checkpoint ck = nn::load_safetensors(out.file("cnn.safetensors"));
   REQUIRE(std::stod(ck.metadata.at("test_accuracy")) > 0.70);  // a broken backward stays near 0.10
 }
+
+TEST_CASE("lesson 04's README quotes what the conv part prints and names its ops and exercise",
+          "[lesson04][docs]") {
+  const std::string readme = testing::read_text(std::string(NNLAB_SOURCE_DIR) + "/lessons/04-cnn/README.md");
+  lesson04::Options o;
+  std::string printed;
+  REQUIRE(run_quietly(&lesson04::run_conv_part, o, printed) == 0);
+  // the feature map quoted in section 2, line by line
+  for (const char* line : {"        0    1    1    0    0    0   -1   -1",
+                           "        0    3    3    0    0    0   -3   -3",
+                           "        0    4    4    0    0    0   -4   -4"}) {
+    INFO(line);
+    REQUIRE_THAT(readme, Catch::Contains(line));
+    REQUIRE_THAT(printed, Catch::Contains(line));
+  }
+  for (const char* name : {"conv2d_forward_loops", "conv2d_backward_loops", "im2col", "col2im",
+                           "conv2d_forward_im2col", "maxpool2d_forward", "maxpool2d_backward",
+                           "09_conv2d_forward", "--part conv", "--part bench", "--part train",
+                           "--part eval"}) {
+    INFO(name);
+    REQUIRE_THAT(readme, Catch::Contains(name));
+  }
+}

@@ -137,6 +137,13 @@ std::string fixed4(double v) {
   return os.str();
 }
 
+// A float written with every digit it needs to be read back bit for bit.
+std::string exact(float v) {
+  std::ostringstream os;
+  os << std::setprecision(9) << v;
+  return os.str();
+}
+
 CnnConfig config_from(const Options& o, const nn::ImageDataset& ds) {
   CnnConfig cfg;
   cfg.in_channels = 1;
@@ -378,8 +385,8 @@ int run_train_part(const Options& o) {
                      {"hidden", std::to_string(cfg.hidden)},
                      {"dataset", o.dataset},
                      {"epoch", std::to_string(epoch)},
-                     {"pixel_mean", std::to_string(data.stats.mean)},
-                     {"pixel_std", std::to_string(data.stats.std)},
+                     {"pixel_mean", exact(data.stats.mean)},
+                     {"pixel_std", exact(data.stats.std)},
                      {"test_accuracy", std::to_string(test_result.accuracy)}});
   }
 
