@@ -3,6 +3,7 @@
 //   nnlab lesson01 [--trace]          a neuron and an MLP in plain loops
 //   nnlab lesson02 [--part train]     backprop; train an MLP on Fashion-MNIST
 //   nnlab lesson03 [--part ladder]    matmul from loops to SIMD and threads, measured
+//   nnlab lesson04 [--part train]     convolutional networks; train a CNN on Fashion-MNIST
 //   nnlab lesson05 [--part chars]     recurrent networks: a char model and a plant, BPTT
 //   nnlab lesson06 [--part compare]   LSTM: the same tasks, RNN vs LSTM
 //   nnlab check                       check your exercises, first failure first
@@ -22,6 +23,7 @@
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
 #include "lessons/03-matmul/matmul_lesson.h"
+#include "lessons/04-cnn/cnn.h"
 #include "lessons/05-rnn/rnn_lesson.h"
 #include "lessons/06-lstm/lstm_lesson.h"
 #include "lessons/common/cli.h"
@@ -45,6 +47,11 @@ int main(int argc, char** argv) {
   CLI::App* lesson03_cmd =
       app.add_subcommand("lesson03", "Lesson 03: matmul from loops to SIMD and threads, measured here");
   lesson03::add_options(*lesson03_cmd, lesson03_opts);
+
+  lesson04::Options lesson04_opts;
+  CLI::App* lesson04_cmd =
+      app.add_subcommand("lesson04", "Lesson 04: convolutional networks; train a CNN on Fashion-MNIST");
+  lesson04::add_options(*lesson04_cmd, lesson04_opts);
 
   lesson05::Options lesson05_opts;
   CLI::App* lesson05_cmd = app.add_subcommand(
@@ -77,7 +84,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson05, lesson06, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -91,6 +98,7 @@ int main(int argc, char** argv) {
     if (*lesson01_cmd) return lesson01::run(lesson01_opts);
     if (*lesson02_cmd) return lesson02::run(lesson02_opts);
     if (*lesson03_cmd) return lesson03::run(lesson03_opts);
+    if (*lesson04_cmd) return lesson04::run(lesson04_opts);
     if (*lesson05_cmd) return lesson05::run(lesson05_opts);
     if (*lesson06_cmd) return lesson06::run(lesson06_opts);
     if (*check_cmd) return app::run_check(check_opts);

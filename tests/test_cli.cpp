@@ -13,19 +13,19 @@ TEST_CASE("nnlab --help lists every subcommand", "[cli]") {
   const auto r = run_program("nnlab", "--help");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson05", "lesson06", "check", "bench", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "check", "bench", "info"}) {
     REQUIRE_THAT(r.output, Catch::Contains(sub));
   }
 }
 
 TEST_CASE("every subcommand and lesson program answers --help", "[cli]") {
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson05", "lesson06", "check", "bench", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "check", "bench", "info"}) {
     const auto r = run_program("nnlab", std::string(sub) + " --help");
     INFO(sub << ": " << r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, Catch::Contains("--help"));
   }
-  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson05", "lesson06"}) {
+  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06"}) {
     const auto r = run_program(prog, "--help");
     INFO(prog << ": " << r.output);
     REQUIRE(r.status == 0);
@@ -54,6 +54,11 @@ TEST_CASE("bad flags and bad values exit non-zero with a message", "[cli]") {
       {"nnlab", "lesson03 --part bogus", "--part"},
       {"nnlab", "lesson03 --size 3", "--size"},
       {"lesson03", "--threads 0", "--threads"},
+      {"nnlab", "lesson04 --part bogus", "--part"},
+      {"nnlab", "lesson04 --channels 0", "--channels"},
+      {"nnlab", "lesson04 --dropout 1.5", "--dropout"},
+      {"lesson04", "--epochs 0", "--epochs"},
+      {"lesson04", "--shift 99", "--shift"},
       {"nnlab", "lesson05 --part bogus", "--part"},
       {"nnlab", "lesson05 --temperature -1", "--temperature"},
       {"lesson05", "--iters many", "--iters"},

@@ -1,0 +1,435 @@
+// Lesson 04, part 3: the CNN of model.h trained on Fashion-MNIST; part 4: evaluating a
+// saved checkpoint. The loop is lesson 02's (lessons/02-backprop/train.cpp), with a
+// convolutional model, dropout and optional augmentation:
+//   x (B,1,28,28) -> Cnn::forward -> logits (B,10) -> softmax cross-entropy -> loss
+//   dlogits = (probs - onehot) / B -> Cnn::backward -> Adam step (cosine-decayed lr)
+// After the last epoch: test-set evaluation, per-class accuracy, confusion matrix, and one
+// test image's feature maps, written to --out-dir for notebooks/04-cnn.ipynb.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <numbers>
+#include <sstream>
+
+#include "lessons/04-cnn/cnn.h"
+#include "lessons/04-cnn/model.h"
+#include "nn/check.h"
+#include "nn/checkpoint.h"
+#include "nn/dataset.h"
+#include "nn/ops.h"
+#include "nn/optim.h"
+#include "nn/progress.h"
+
+namespace lesson04 {
+
+namespace {
+
+// ---- data -------------------------------------------------------------------------------
+// Standardise with the training set's pixel mean and spread (as lesson 02 does).
+struct PixelStats {
+  float mean = 0.0f;
+  float std = 1.0f;
+};
+
+PixelStats pixel_stats(const nn::ImageDataset& ds) {
+  double sum = 0.0, sum_sq = 0.0;
+  for (float p : ds.images.span()) {
+    sum += p;
+    sum_sq += static_cast<double>(p) * p;
+  }
+  const double n = static_cast<double>(ds.images.numel());
+  const double mean = sum / n;
+  const double var = sum_sq / n - mean * mean;
+  return {static_cast<float>(mean), static_cast<float>(std::sqrt(std::fmax(var, 1e-12)))};
+}
+
+void standardise(nn::ImageDataset& ds, PixelStats s) {
+  for (float& p : ds.images.span()) p = (p - s.mean) / s.std;
+}
+
+// Augmentation, training batches only: each image moved by (dy, dx) in [-shift, shift]
+// and/or mirrored left-right, the uncovered border filled with the background value. A
+// shirt moved two pixels is still a shirt: the model sees more variety than 60000 images.
+void augment(float* x, int B, int H, int W, int shift, bool flip, float background, nn::Rng& rng) {
+  std::vector<float> src(static_cast<size_t>(H) * W);
+  for (int b = 0; b < B; ++b) {
+    float* img = x + static_cast<std::ptrdiff_t>(b) * H * W;
+    const int dy = shift > 0 ? static_cast<int>(rng.below(static_cast<uint32_t>(2 * shift + 1))) - shift : 0;
+    const int dx = shift > 0 ? static_cast<int>(rng.below(static_cast<uint32_t>(2 * shift + 1))) - shift : 0;
+    const bool mirror = flip && rng.below(2) == 1;
+    if (dy == 0 && dx == 0 && !mirror) continue;
+    std::copy(img, img + H * W, src.begin());
+    for (int h = 0; h < H; ++h) {
+      for (int w = 0; w < W; ++w) {
+        const int sh = h - dy;
+        const int sw0 = w - dx;
+        const int sw = mirror ? W - 1 - sw0 : sw0;
+        const bool inside = sh >= 0 && sh < H && sw >= 0 && sw < W;
+        img[h * W + w] = inside ? src[static_cast<size_t>(sh * W + sw)] : background;
+      }
+    }
+  }
+}
+
+// ---- evaluation -------------------------------------------------------------------------
+struct EvalResult {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  std::vector<int32_t> predictions;
+  std::vector<float> confidence;  // probability the model gave its prediction
+};
+
+constexpr int kEvalBatch = 250;
+
+EvalResult evaluate(Cnn& model, const nn::ImageDataset& ds) {
+  EvalResult r;
+  nn::BatchLoader loader(ds, kEvalBatch, /*shuffle=*/false, /*seed=*/0);
+  loader.start_epoch();
+  nn::Tensor x;
+  std::vector<int32_t> y;
+  const int V = ds.num_classes;
+  std::vector<float> probs, losses;
+  std::vector<int32_t> pred;
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
+    const float* logits = model.forward(x.data(), B, /*train=*/false);
+    probs.resize(static_cast<size_t>(B) * V);
+    losses.resize(static_cast<size_t>(B));
+    pred.resize(static_cast<size_t>(B));
+    const float mean_loss =
+        nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits, y.data(), B, V);
+    loss_sum += static_cast<double>(mean_loss) * B;
+    nn::argmax_rows(pred.data(), logits, B, V);
+    for (int b = 0; b < B; ++b) {
+      const auto i = static_cast<size_t>(b);
+      correct += pred[i] == y[i];
+      r.predictions.push_back(pred[i]);
+      r.confidence.push_back(probs[i * static_cast<size_t>(V) + static_cast<size_t>(pred[i])]);
+    }
+  }
+  r.loss = loss_sum / static_cast<double>(ds.size());
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(ds.size());
+  return r;
+}
+
+// lr(t) = lr_min + (lr - lr_min) (1 + cos(pi t / T)) / 2, as lesson 02.
+float cosine_lr(float lr, float min_frac, int64_t step, int64_t total_steps) {
+  const double progress = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_steps, 1));
+  const double lr_min = lr * static_cast<double>(min_frac);
+  return static_cast<float>(lr_min + (lr - lr_min) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
+}
+
+std::string percent(double frac) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << 100.0 * frac << "%";
+  return os.str();
+}
+
+std::string fixed4(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(4) << v;
+  return os.str();
+}
+
+// A float written with every digit it needs to be read back bit for bit.
+std::string exact(float v) {
+  std::ostringstream os;
+  os << std::setprecision(9) << v;
+  return os.str();
+}
+
+CnnConfig config_from(const Options& o, const nn::ImageDataset& ds) {
+  CnnConfig cfg;
+  cfg.in_channels = 1;
+  cfg.height = ds.rows;
+  cfg.width = ds.cols;
+  cfg.channels = o.channels;
+  cfg.hidden = o.hidden;
+  cfg.classes = ds.num_classes;
+  cfg.dropout = o.dropout;
+  return cfg;
+}
+
+// The files the notebook reads: predictions, per-class accuracy, confusion matrix, and the
+// feature maps of one test image (index 0).
+void write_evaluation(Cnn& model, const nn::ImageDataset& test, const EvalResult& r,
+                      const std::string& out_dir, const std::string& dataset) {
+  const int V = test.num_classes;
+  std::vector<int64_t> confusion(static_cast<size_t>(V) * V, 0);
+  for (int64_t i = 0; i < test.size(); ++i) {
+    const auto t = static_cast<size_t>(test.labels[static_cast<size_t>(i)]);
+    const auto p = static_cast<size_t>(r.predictions[static_cast<size_t>(i)]);
+    ++confusion[t * static_cast<size_t>(V) + p];
+  }
+  const std::vector<std::string>& names = nn::fashion_mnist_classes();
+  auto class_name = [&](int c) {
+    return dataset == "fashion-mnist" && c < static_cast<int>(names.size()) ? names[static_cast<size_t>(c)]
+                                                                            : std::to_string(c);
+  };
+
+  const std::string pred_path = out_dir + "/predictions.csv";
+  std::ofstream pred(pred_path);
+  NN_CHECK(pred.is_open(), "cannot write " << pred_path);
+  pred << "index,label,prediction,confidence\n";
+  for (int64_t i = 0; i < test.size(); ++i) {
+    const auto k = static_cast<size_t>(i);
+    pred << i << "," << test.labels[k] << "," << r.predictions[k] << "," << r.confidence[k] << "\n";
+  }
+
+  // confusion.csv: row = true class, column = predicted class, counts.
+  const std::string conf_path = out_dir + "/confusion.csv";
+  std::ofstream conf(conf_path);
+  NN_CHECK(conf.is_open(), "cannot write " << conf_path);
+  conf << "true\\predicted";
+  for (int c = 0; c < V; ++c) conf << "," << c;
+  conf << "\n";
+  for (int t = 0; t < V; ++t) {
+    conf << t;
+    for (int p = 0; p < V; ++p) conf << "," << confusion[static_cast<size_t>(t * V + p)];
+    conf << "\n";
+  }
+
+  const std::string class_path = out_dir + "/per_class.csv";
+  std::ofstream per_class(class_path);
+  NN_CHECK(per_class.is_open(), "cannot write " << class_path);
+  per_class << "class,name,correct,total,accuracy\n";
+  std::cout << "per class ";
+  for (int t = 0; t < V; ++t) {
+    int64_t total = 0;
+    for (int p = 0; p < V; ++p) total += confusion[static_cast<size_t>(t * V + p)];
+    const int64_t correct = confusion[static_cast<size_t>(t * V + t)];
+    const double acc = total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
+    per_class << t << "," << class_name(t) << "," << correct << "," << total << "," << acc << "\n";
+    std::cout << class_name(t) << " " << percent(acc) << (t + 1 < V ? ", " : "\n");
+  }
+
+  // Feature maps of test image 0: what each conv block's filters respond to (after ReLU).
+  const float* image = test.images.data();
+  const float* logits = model.forward(image, 1, /*train=*/false);
+  int32_t predicted = 0;
+  nn::argmax_rows(&predicted, logits, 1, V);
+  std::vector<nn::TensorRef> refs;
+  refs.push_back({"image", {1, test.rows, test.cols}, image});
+  for (const ConvBlock& k : model.blocks()) {
+    refs.push_back({k.conv.name + ".act", {k.conv.out_channels, k.in_h, k.in_w}, k.act.data()});
+    refs.push_back({k.conv.name + ".pool", {k.conv.out_channels, k.in_h / 2, k.in_w / 2}, k.pool.data()});
+  }
+  nn::save_safetensors(out_dir + "/features.safetensors", refs,
+                       {{"index", "0"},
+                        {"label", std::to_string(test.labels[0])},
+                        {"prediction", std::to_string(predicted)}});
+  std::cout << "wrote     " << pred_path << ", " << conf_path << ", " << class_path << ", "
+            << out_dir << "/features.safetensors\n";
+}
+
+struct Data {
+  std::string dir;
+  nn::ImageDataset train, test;
+  PixelStats stats;
+};
+
+Data load_data(const Options& o) {
+  Data d;
+  d.dir = nn::find_dataset_dir(o.dataset, o.data_dir);
+  d.train = nn::load_mnist_split(d.dir, "train");
+  d.test = nn::load_mnist_split(d.dir, "test");
+  nn::truncate_dataset(d.train, o.limit_train);
+  nn::truncate_dataset(d.test, o.limit_test);
+  d.stats = pixel_stats(d.train);
+  standardise(d.train, d.stats);
+  standardise(d.test, d.stats);
+  std::cout << "data      " << d.dir << ": " << d.train.size() << " train, " << d.test.size()
+            << " test images of " << d.train.rows << "x" << d.train.cols << " (pixel mean "
+            << fixed4(d.stats.mean) << ", std " << fixed4(d.stats.std) << ")\n";
+  return d;
+}
+
+std::string describe(const CnnConfig& cfg, int flat) {
+  std::ostringstream os;
+  os << "CNN " << cfg.in_channels << "x" << cfg.height << "x" << cfg.width;
+  for (int c : cfg.channels) os << " -> [conv3x3 " << c << ", relu, maxpool2]";
+  os << " -> flatten " << flat << " -> fc " << cfg.hidden << ", relu";
+  if (cfg.dropout > 0.0f) os << ", dropout " << cfg.dropout;
+  os << " -> fc " << cfg.classes;
+  return os.str();
+}
+
+}  // namespace
+
+// ---- the training run -----------------------------------------------------------------------
+int run_train_part(const Options& o) {
+  std::cout << "== Part 3: a CNN trained on " << o.dataset << " ==\n";
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  Data data = load_data(o);
+  nn::ImageDataset& train = data.train;
+  nn::ImageDataset& test = data.test;
+
+  const CnnConfig cfg = config_from(o, train);
+  nn::Rng rng(o.seed);
+  Cnn model(cfg, rng, /*dropout_seed=*/o.seed + 1);
+  std::vector<nn::Param> params = model.params();
+  std::cout << "model     " << describe(cfg, model.flat_features()) << ": " << model.num_params()
+            << " parameters\n";
+  nn::Adam adam(params, nn::AdamConfig{o.lr, 0.9f, 0.999f, 1e-8f, o.weight_decay});
+  std::cout << "optimizer adam, lr " << o.lr << " cosine-decayed to " << o.lr * o.lr_min_frac
+            << ", batch " << o.batch_size << ", " << o.epochs << " epochs, augmentation: shift "
+            << o.shift << (o.flip ? ", flip" : "") << ", seed " << o.seed << ", "
+            << omp_get_max_threads() << " threads\n";
+
+  std::filesystem::create_directories(o.out_dir);
+  const std::string log_path = o.out_dir + "/log.jsonl";
+  const std::string ckpt_path = o.out_dir + "/cnn.safetensors";
+  nn::MetricsLog log(log_path);
+  NN_CHECK(log.enabled(), "cannot write " << log_path);
+  std::cout << "writing   " << log_path << ", " << ckpt_path << "\n";
+
+  nn::BatchLoader loader(train, o.batch_size, /*shuffle=*/true, o.seed);
+  nn::Rng augment_rng(o.seed + 2);
+  const float background = (0.0f - data.stats.mean) / data.stats.std;  // a black pixel, standardised
+  const int64_t steps_per_epoch = loader.batches_per_epoch();
+  const int64_t total_steps = steps_per_epoch * o.epochs;
+  const int V = train.num_classes;
+  nn::Tensor x;
+  std::vector<int32_t> y;
+  std::vector<float> probs, losses, dlogits;
+  std::vector<int32_t> pred;
+  int64_t step = 0;
+  double train_seconds = 0.0;
+  EvalResult test_result;
+
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    std::ostringstream label;
+    label << "epoch " << std::setw(2) << epoch << "/" << o.epochs;
+    nn::ProgressBar bar(label.str(), steps_per_epoch, std::cout, 5.0);
+    loader.start_epoch();
+    double loss_sum = 0.0;
+    int64_t seen = 0, correct = 0;
+    float lr = o.lr;
+    for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
+      lr = cosine_lr(o.lr, o.lr_min_frac, step, total_steps);
+      if (o.shift > 0 || o.flip) augment(x.data(), B, train.rows, train.cols, o.shift, o.flip, background, augment_rng);
+
+      // forward: logits (B,V), then the loss
+      const float* logits = model.forward(x.data(), B, /*train=*/true);
+      probs.resize(static_cast<size_t>(B) * V);
+      losses.resize(static_cast<size_t>(B));
+      dlogits.resize(static_cast<size_t>(B) * V);
+      pred.resize(static_cast<size_t>(B));
+      const float loss =
+          nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits, y.data(), B, V);
+      NN_CHECK(std::isfinite(loss), "the loss became " << loss << " at epoch " << epoch << ", step "
+                                        << step << ": the learning rate " << lr
+                                        << " is probably too high (try --lr " << o.lr / 10
+                                        << "). The last good checkpoint, if any, is kept at "
+                                        << ckpt_path);
+      nn::argmax_rows(pred.data(), logits, B, V);
+      for (int b = 0; b < B; ++b) correct += pred[static_cast<size_t>(b)] == y[static_cast<size_t>(b)];
+      loss_sum += static_cast<double>(loss) * B;
+      seen += B;
+
+      // backward (gradients accumulate into zeroed buffers), then the update
+      nn::zero_grads(params);
+      nn::softmax_cross_entropy_backward(dlogits.data(), probs.data(), y.data(), B, V);
+      model.backward(dlogits.data(), B);
+      adam.config().lr = lr;
+      adam.step();
+      ++step;
+
+      const double seconds = bar.elapsed_s();
+      bar.update(seen / o.batch_size,
+                 {{"loss", fixed4(loss_sum / static_cast<double>(seen))},
+                  {"acc", percent(static_cast<double>(correct) / static_cast<double>(seen))},
+                  {"img/s", nn::format_si(static_cast<double>(seen) / std::max(seconds, 1e-9))}});
+      if (step % 50 == 0) {
+        log.write(nn::MetricsLog::Record()
+                      .add("kind", std::string("step"))
+                      .add("epoch", epoch)
+                      .add("step", step)
+                      .add("lr", static_cast<double>(lr))
+                      .add("loss", static_cast<double>(loss)));
+      }
+    }
+    const double epoch_seconds = bar.elapsed_s();
+    train_seconds += epoch_seconds;
+    const double train_loss = loss_sum / static_cast<double>(seen);
+    const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);
+    test_result = evaluate(model, test);
+    bar.finish({{"loss", fixed4(train_loss)},
+                {"acc", percent(train_acc)},
+                {"test loss", fixed4(test_result.loss)},
+                {"test acc", percent(test_result.accuracy)},
+                {"img/s", nn::format_si(static_cast<double>(seen) / epoch_seconds)}});
+    log.write(nn::MetricsLog::Record()
+                  .add("kind", std::string("epoch"))
+                  .add("epoch", epoch)
+                  .add("step", step)
+                  .add("lr", static_cast<double>(lr))
+                  .add("train_loss", train_loss)
+                  .add("train_acc", train_acc)
+                  .add("test_loss", test_result.loss)
+                  .add("test_acc", test_result.accuracy)
+                  .add("images_per_s", static_cast<double>(seen) / epoch_seconds)
+                  .add("epoch_s", epoch_seconds)
+                  .add("elapsed_s", train_seconds));
+
+    // Checkpoint after every epoch (atomic: temp file + rename).
+    nn::save_params(ckpt_path, params,
+                    {{"model", "cnn"},
+                     {"channels", join_ints(cfg.channels)},
+                     {"hidden", std::to_string(cfg.hidden)},
+                     {"dataset", o.dataset},
+                     {"epoch", std::to_string(epoch)},
+                     {"pixel_mean", exact(data.stats.mean)},
+                     {"pixel_std", exact(data.stats.std)},
+                     {"test_accuracy", std::to_string(test_result.accuracy)}});
+  }
+
+  write_evaluation(model, test, test_result, o.out_dir, o.dataset);
+  std::cout << "result    test accuracy " << percent(test_result.accuracy) << " (" << test.size()
+            << " images), test loss " << fixed4(test_result.loss) << ", trained in "
+            << nn::format_duration(train_seconds) << " ("
+            << nn::format_si(static_cast<double>(train.size()) * o.epochs / train_seconds)
+            << " img/s)\n";
+  return 0;
+}
+
+// ---- evaluating a checkpoint ---------------------------------------------------------------------
+int run_eval_part(const Options& o) {
+  std::cout << "== Part 4: evaluate a saved CNN on the " << o.dataset << " test set ==\n";
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const std::string path = o.checkpoint.empty() ? o.out_dir + "/cnn.safetensors" : o.checkpoint;
+  // The model is built from the flags (--channels, --hidden), then the checkpoint must fit
+  // it exactly: same tensor names, same shapes, nothing extra. A lesson-02 MLP checkpoint,
+  // or a CNN with other widths, stops here with a message naming the difference.
+  Data data = load_data(o);
+  const CnnConfig cfg = config_from(o, data.train);
+  nn::Rng rng(o.seed);
+  Cnn model(cfg, rng, o.seed + 1);
+  const std::map<std::string, std::string> meta = nn::load_params(path, model.params());
+  std::cout << "model     " << describe(cfg, model.flat_features()) << ", loaded from " << path;
+  if (meta.count("epoch")) std::cout << " (epoch " << meta.at("epoch") << ")";
+  std::cout << "\n";
+  // The checkpoint's own pixel statistics, when it has them: the model was trained on
+  // inputs standardised with those, and --limit-train may have changed ours.
+  if (meta.count("pixel_mean") && meta.count("pixel_std")) {
+    const PixelStats saved{std::stof(meta.at("pixel_mean")), std::stof(meta.at("pixel_std"))};
+    NN_CHECK(saved.std > 0.0f, path << ": pixel_std " << saved.std << " is not positive");
+    for (float& p : data.test.images.span()) {
+      p = ((p * data.stats.std + data.stats.mean) - saved.mean) / saved.std;
+    }
+  }
+  std::filesystem::create_directories(o.out_dir);
+  const EvalResult r = evaluate(model, data.test);
+  write_evaluation(model, data.test, r, o.out_dir, o.dataset);
+  std::cout << "result    test accuracy " << percent(r.accuracy) << " (" << data.test.size()
+            << " images), test loss " << fixed4(r.loss) << "\n";
+  return 0;
+}
+
+}  // namespace lesson04

@@ -1,0 +1,274 @@
+// Lesson 04 end to end on a small dataset the test makes (as tests/test_lesson02_train.cpp):
+// 10 classes of 12x12 images, each class a bright bar at its own place plus noise. The real
+// program runs: data loading, training, evaluation, log, checkpoint, confusion matrix,
+// feature maps; then the checkpoint is evaluated, and a wrong one refused.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lessons/04-cnn/cnn.h"
+#include "nn/checkpoint.h"
+#include "nn/dataset.h"
+#include "nn/idx.h"
+#include "nn/rng.h"
+#include "tests/cli_helpers.h"
+#include "tests/test_util.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t seed) {
+  const int R = 12, C = 12;
+  nn::Rng rng(seed);
+  std::vector<uint8_t> images(static_cast<size_t>(n) * R * C), labels(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const int label = static_cast<int>(rng.below(10));
+    labels[static_cast<size_t>(i)] = static_cast<uint8_t>(label);
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < C; ++c) {
+        const bool on = label < 5 ? (r / 2 == label + 1 || r / 2 == label) : (c / 2 == label - 5);
+        const float v = (on ? 200.0f : 30.0f) + rng.normal(0.0f, 25.0f);
+        images[(static_cast<size_t>(i) * R + r) * C + c] = static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f));
+      }
+    }
+  }
+  nn::write_idx((dir / (prefix + "-images-idx3-ubyte")).string(), {n, R, C}, images);
+  nn::write_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), {n}, labels);
+}
+
+struct Fixture {
+  testing::TempDir root{"lesson04"};
+  fs::path data = root.path / "data";
+  fs::path out = root.path / "out";
+  Fixture() {
+    fs::create_directories(data);
+    make_split(data, "train", 400, 1);
+    make_split(data, "t10k", 200, 2);
+  }
+  lesson04::Options options() const {
+    lesson04::Options o;
+    o.part = "train";
+    o.data_dir = data.string();
+    o.out_dir = out.string();
+    o.channels = {4, 8};
+    o.hidden = 16;
+    o.epochs = 6;
+    o.batch_size = 20;
+    o.lr = 3e-3f;
+    o.dropout = 0.0f;
+    o.threads = 1;
+    return o;
+  }
+};
+
+// Runs a part with its output captured into `printed` (also when it throws).
+int run_quietly(int (*part)(const lesson04::Options&), const lesson04::Options& o, std::string& printed) {
+  testing::CaptureCout capture;
+  struct SaveOnExit {
+    testing::CaptureCout& capture;
+    std::string& printed;
+    ~SaveOnExit() { printed = capture.text(); }
+  } save{capture, printed};
+  return part(o);
+}
+
+std::vector<std::string> epoch_records(const fs::path& log_path) {
+  std::ifstream log(log_path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("\"kind\": \"epoch\"") != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+double field(const std::string& record, const std::string& key) {
+  const auto pos = record.find("\"" + key + "\": ");
+  REQUIRE(pos != std::string::npos);
+  return std::stod(record.substr(pos + key.size() + 4));
+}
+
+}  // namespace
+
+TEST_CASE("lesson 04 conv part: loops and im2col agree on the hand-made image", "[lesson04]") {
+  lesson04::Options o;
+  o.trace = true;
+  std::string printed;
+  REQUIRE(run_quietly(&lesson04::run_conv_part, o, printed) == 0);
+  INFO(printed);
+  REQUIRE_THAT(printed, Catch::Contains("max |loops - im2col| = 0.00"));
+  REQUIRE_THAT(printed, Catch::Contains("trace of out[3][2]"));
+  REQUIRE_THAT(printed, Catch::Contains("argmax"));
+}
+
+TEST_CASE("lesson 04 bench part validates, times and writes bench.json", "[lesson04]") {
+  testing::TempDir dir("lesson04-bench");
+  lesson04::Options o;
+  o.out_dir = dir.path.string();
+  o.bench_batch = 2;
+  o.repeats = 1;
+  o.channels = {8, 16};
+  std::string printed;
+  REQUIRE(run_quietly(&lesson04::run_bench_part, o, printed) == 0);
+  INFO(printed);
+  const std::string json = testing::read_text(dir.file("bench.json"));
+  REQUIRE_THAT(json, Catch::Contains("\"layer\": \"conv1\""));
+  REQUIRE_THAT(json, Catch::Contains("\"layer\": \"conv2\""));
+  REQUIRE_THAT(json, Catch::Contains("\"pass\": \"backward\""));
+}
+
+TEST_CASE("lesson 04 training learns, logs, checkpoints and writes the notebook's files", "[lesson04][train]") {
+  Fixture f;
+  std::string printed;
+  REQUIRE(run_quietly(&lesson04::run_train_part, f.options(), printed) == 0);
+  INFO(printed);
+  REQUIRE_THAT(printed, Catch::Contains("epoch  6/6"));
+  const auto epochs = epoch_records(f.out / "log.jsonl");
+  REQUIRE(epochs.size() == 6);
+  CAPTURE(epochs.front(), epochs.back());
+  REQUIRE(field(epochs.back(), "train_loss") < 0.5 * field(epochs.front(), "train_loss"));
+  REQUIRE(field(epochs.back(), "test_acc") > 0.9);  // bars are easy; a broken backward stays near 0.1
+
+  const nn::Checkpoint ck = nn::load_safetensors((f.out / "cnn.safetensors").string());
+  REQUIRE(ck.tensors.at("conv1.weight").shape() == nn::Shape{4, 1, 3, 3});
+  REQUIRE(ck.tensors.at("conv2.weight").shape() == nn::Shape{8, 4, 3, 3});
+  REQUIRE(ck.tensors.at("fc1.weight").shape() == nn::Shape{16, 8 * 3 * 3});  // 12 -> 6 -> 3
+  REQUIRE(ck.metadata.at("model") == "cnn");
+  REQUIRE(ck.metadata.at("channels") == "4-8");
+
+  // the confusion matrix: a header and 10 rows whose counts add up to the test set
+  std::ifstream conf(f.out / "confusion.csv");
+  std::string line;
+  std::getline(conf, line);
+  REQUIRE_THAT(line, Catch::StartsWith("true\\predicted,0,1"));
+  int rows = 0;
+  long total = 0;
+  while (std::getline(conf, line)) {
+    ++rows;
+    std::stringstream cells(line);
+    std::string cell;
+    std::getline(cells, cell, ',');
+    while (std::getline(cells, cell, ',')) total += std::stol(cell);
+  }
+  REQUIRE(rows == 10);
+  REQUIRE(total == 200);
+  const nn::Checkpoint feats = nn::load_safetensors((f.out / "features.safetensors").string());
+  REQUIRE(feats.tensors.at("conv1.act").shape() == nn::Shape{4, 12, 12});
+  REQUIRE(feats.tensors.at("conv2.pool").shape() == nn::Shape{8, 3, 3});
+  REQUIRE(fs::exists(f.out / "per_class.csv"));
+
+  SECTION("the checkpoint evaluates to the same accuracy") {
+    auto o = f.options();
+    o.part = "eval";
+    REQUIRE(run_quietly(&lesson04::run_eval_part, o, printed) == 0);
+    const double acc = field(epochs.back(), "test_acc");
+    std::ostringstream want;
+    want << "test accuracy " << std::fixed << std::setprecision(2) << 100.0 * acc << "%";
+    REQUIRE_THAT(printed, Catch::Contains(want.str()));
+  }
+  SECTION("a checkpoint of a different model is refused with a clear error") {
+    auto o = f.options();
+    o.part = "eval";
+    o.channels = {4, 6};  // another width: conv2.weight has another shape
+    REQUIRE_THAT(testing::error_of([&] { run_quietly(&lesson04::run_eval_part, o, printed); }),
+                 Catch::Contains("different model"));
+    // a lesson-02 style MLP checkpoint
+    std::vector<float> w(10 * 144, 0.5f), b(10, 0.0f);
+    const std::string mlp = (f.out / "mlp.safetensors").string();
+    nn::save_safetensors(mlp, {{"fc1.weight", {10, 144}, w.data()}, {"fc1.bias", {10}, b.data()}});
+    o = f.options();
+    o.part = "eval";
+    o.checkpoint = mlp;
+    REQUIRE_THAT(testing::error_of([&] { run_quietly(&lesson04::run_eval_part, o, printed); }),
+                 Catch::Contains("different model"));
+  }
+}
+
+TEST_CASE("lesson 04 training is reproducible from its seed", "[lesson04][train]") {
+  Fixture f;
+  auto o = f.options();
+  o.epochs = 1;
+  o.dropout = 0.3f;  // the dropout masks and the augmentation come from the seed too
+  o.shift = 1;
+  o.flip = true;
+  std::string printed;
+  auto run_once = [&] {
+    REQUIRE(run_quietly(&lesson04::run_train_part, o, printed) == 0);
+    const nn::Checkpoint ck = nn::load_safetensors((f.out / "cnn.safetensors").string());
+    const nn::Tensor& w = ck.tensors.at("conv1.weight");
+    return std::make_pair(field(epoch_records(f.out / "log.jsonl").back(), "train_loss"),
+                          std::vector<float>(w.data(), w.data() + w.numel()));
+  };
+  const auto first = run_once();
+  fs::remove_all(f.out);
+  const auto second = run_once();
+  REQUIRE(second.first == first.first);    // the same loss
+  REQUIRE(second.second == first.second);  // the same weights, bit for bit
+  fs::remove_all(f.out);
+  o.seed += 1;
+  const auto other = run_once();
+  REQUIRE(other.second != first.second);
+}
+
+TEST_CASE("lesson 04: a missing dataset is a clear error from the program", "[lesson04][cli]") {
+  const auto r = testing::run_program("nnlab", "lesson04 --part train --data-dir /nonexistent/nnlab-data --epochs 1");
+  INFO(r.output);
+  REQUIRE(r.status == 1);
+  REQUIRE_THAT(r.output, Catch::Contains("error: "));
+  REQUIRE_THAT(r.output, Catch::Contains("/nonexistent/nnlab-data"));
+  REQUIRE_THAT(r.output, Catch::Contains("fetch_data.py"));
+  const auto e = testing::run_program("lesson04", "--part eval --data-dir /nonexistent/nnlab-data");
+  REQUIRE(e.status == 1);
+}
+
+// The real thing, briefly: one epoch on 6000 Fashion-MNIST images. Tagged [slow].
+TEST_CASE("lesson 04 learns real Fashion-MNIST", "[lesson04][train][slow]") {
+  std::string dir;
+  try {
+    dir = nn::find_dataset_dir("fashion-mnist");
+  } catch (const nn::Error& e) {
+    WARN("SKIPPED: Fashion-MNIST not installed (" << e.what() << ")");
+    return;
+  }
+  testing::TempDir out("lesson04-real");
+  lesson04::Options o;
+  o.data_dir = dir;
+  o.out_dir = out.path.string();
+  o.epochs = 1;
+  o.limit_train = 6000;
+  o.limit_test = 2000;
+  std::string printed;
+  REQUIRE(run_quietly(&lesson04::run_train_part, o, printed) == 0);
+  INFO(printed);
+  const nn::Checkpoint ck = nn::load_safetensors(out.file("cnn.safetensors"));
+  REQUIRE(std::stod(ck.metadata.at("test_accuracy")) > 0.70);  // a broken backward stays near 0.10
+}
+
+TEST_CASE("lesson 04's README quotes what the conv part prints and names its ops and exercise",
+          "[lesson04][docs]") {
+  const std::string readme = testing::read_text(std::string(NNLAB_SOURCE_DIR) + "/lessons/04-cnn/README.md");
+  lesson04::Options o;
+  std::string printed;
+  REQUIRE(run_quietly(&lesson04::run_conv_part, o, printed) == 0);
+  // the feature map quoted in section 2, line by line
+  for (const char* line : {"        0    1    1    0    0    0   -1   -1",
+                           "        0    3    3    0    0    0   -3   -3",
+                           "        0    4    4    0    0    0   -4   -4"}) {
+    INFO(line);
+    REQUIRE_THAT(readme, Catch::Contains(line));
+    REQUIRE_THAT(printed, Catch::Contains(line));
+  }
+  for (const char* name : {"conv2d_forward_loops", "conv2d_backward_loops", "im2col", "col2im",
+                           "conv2d_forward_im2col", "maxpool2d_forward", "maxpool2d_backward",
+                           "09_conv2d_forward", "--part conv", "--part bench", "--part train",
+                           "--part eval"}) {
+    INFO(name);
+    REQUIRE_THAT(readme, Catch::Contains(name));
+  }
+}
