@@ -5,6 +5,7 @@
 #include "nn/dataset.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -221,6 +222,23 @@ int BatchLoader::next(Tensor& x, std::vector<int32_t>& y) {
 
 int64_t BatchLoader::batches_per_epoch() const {
   return (ds_.size() + batch_size_ - 1) / batch_size_;
+}
+
+PixelStats pixel_stats(const ImageDataset& ds) {
+  double sum = 0.0;
+  double sum_sq = 0.0;
+  for (float p : ds.images.span()) {
+    sum += p;
+    sum_sq += static_cast<double>(p) * p;
+  }
+  const double n = static_cast<double>(ds.images.numel());
+  const double mean = sum / n;
+  const double var = sum_sq / n - mean * mean;  // E[p^2] - E[p]^2, in double
+  return {static_cast<float>(mean), static_cast<float>(std::sqrt(std::fmax(var, 1e-12)))};
+}
+
+void standardise(ImageDataset& ds, PixelStats stats) {
+  for (float& p : ds.images.span()) p = (p - stats.mean) / stats.std;
 }
 
 }  // namespace nn

@@ -39,6 +39,16 @@ ImageDataset load_mnist_split(const std::string& dir, const std::string& split);
 // Fashion-MNIST's ten class names, index = label.
 const std::vector<std::string>& fashion_mnist_classes();
 
+// Standardising pixels with the TRAINING set's mean and standard deviation: inputs centred
+// on 0 with unit spread keep the first layer's pre-activations in a range where ReLU units
+// neither all die nor all saturate early on. The test set gets the same (training) stats.
+struct PixelStats {
+  float mean = 0.0f;
+  float std = 1.0f;
+};
+PixelStats pixel_stats(const ImageDataset& ds);       // over every pixel of every image
+void standardise(ImageDataset& ds, PixelStats stats);  // p = (p - mean) / std, in place
+
 // Keeps the first n examples (n <= 0 or n >= size keeps all): short runs in tests/notebooks.
 void truncate_dataset(ImageDataset& ds, int64_t n);
 

@@ -21,7 +21,7 @@ This notebook runs the lesson-04 programs, then reads what they wrote and looks 
 6. naive loops vs im2col + sgemm, from `bench.json` (`--part bench`).
 
 Under the test suite (`NNLAB_QUICK=1`) it trains one epoch on a small slice and times a
-small batch; run it yourself for the full default run (8 epochs: about 9 minutes on 2 idle
+small batch; run it yourself for the full default run (6 epochs: about 7 minutes on 2 idle
 cores, see `docs/benchmarks/lesson04-cnn.md`).
 '''))
 cells.append(code(r'''

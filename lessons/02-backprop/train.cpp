@@ -29,32 +29,6 @@ namespace lesson02 {
 
 namespace {
 
-// ---- data -------------------------------------------------------------------------------
-// Standardise pixels with the training set's mean and standard deviation: inputs centred
-// on 0 with unit spread keep the first layer's pre-activations in a range where ReLU
-// units neither all die nor all saturate the loss early on.
-struct PixelStats {
-  float mean = 0.0f;
-  float std = 1.0f;
-};
-
-PixelStats pixel_stats(const nn::ImageDataset& ds) {
-  double sum = 0.0;
-  double sum_sq = 0.0;
-  for (float p : ds.images.span()) {
-    sum += p;
-    sum_sq += static_cast<double>(p) * p;
-  }
-  const double n = static_cast<double>(ds.images.numel());
-  const double mean = sum / n;
-  const double var = sum_sq / n - mean * mean;
-  return {static_cast<float>(mean), static_cast<float>(std::sqrt(std::fmax(var, 1e-12)))};
-}
-
-void standardise(nn::ImageDataset& ds, PixelStats s) {
-  for (float& p : ds.images.span()) p = (p - s.mean) / s.std;
-}
-
 // ---- evaluation -------------------------------------------------------------------------
 struct EvalResult {
   double loss = 0.0;
@@ -125,9 +99,9 @@ int run_train_part(const Options& o) {
   nn::ImageDataset test = nn::load_mnist_split(dir, "test");
   nn::truncate_dataset(train, o.limit_train);
   nn::truncate_dataset(test, o.limit_test);
-  const PixelStats stats = pixel_stats(train);
-  standardise(train, stats);
-  standardise(test, stats);
+  const nn::PixelStats stats = nn::pixel_stats(train);
+  nn::standardise(train, stats);
+  nn::standardise(test, stats);
   const int D = train.rows * train.cols;
   std::cout << "data      " << dir << ": " << train.size() << " train, " << test.size()
             << " test images of " << train.rows << "x" << train.cols << " (pixel mean "

@@ -30,7 +30,7 @@ struct Options {
   float dropout = 0.25f;                  // on the fully connected layer, training only
   int shift = 0;                          // augmentation: random shifts of up to N pixels
   bool flip = false;                      // augmentation: random horizontal flips
-  int epochs = 8;
+  int epochs = 6;
   int batch_size = 64;
   float lr = 1e-3f;                       // Adam's peak learning rate
   float lr_min_frac = 0.02f;              // cosine decay down to lr * lr_min_frac

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <numbers>
 #include <sstream>
 
 #include "lessons/04-cnn/cnn.h"
@@ -30,27 +29,8 @@ namespace lesson04 {
 namespace {
 
 // ---- data -------------------------------------------------------------------------------
-// Standardise with the training set's pixel mean and spread (as lesson 02 does).
-struct PixelStats {
-  float mean = 0.0f;
-  float std = 1.0f;
-};
-
-PixelStats pixel_stats(const nn::ImageDataset& ds) {
-  double sum = 0.0, sum_sq = 0.0;
-  for (float p : ds.images.span()) {
-    sum += p;
-    sum_sq += static_cast<double>(p) * p;
-  }
-  const double n = static_cast<double>(ds.images.numel());
-  const double mean = sum / n;
-  const double var = sum_sq / n - mean * mean;
-  return {static_cast<float>(mean), static_cast<float>(std::sqrt(std::fmax(var, 1e-12)))};
-}
-
-void standardise(nn::ImageDataset& ds, PixelStats s) {
-  for (float& p : ds.images.span()) p = (p - s.mean) / s.std;
-}
+// Pixels are standardised with the training set's mean and spread (nn::pixel_stats, as in
+// lesson 02).
 
 // Augmentation, training batches only: each image moved by (dy, dx) in [-shift, shift]
 // and/or mirrored left-right, the uncovered border filled with the background value. A
@@ -118,12 +98,6 @@ EvalResult evaluate(Cnn& model, const nn::ImageDataset& ds) {
   return r;
 }
 
-// lr(t) = lr_min + (lr - lr_min) (1 + cos(pi t / T)) / 2, as lesson 02.
-float cosine_lr(float lr, float min_frac, int64_t step, int64_t total_steps) {
-  const double progress = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_steps, 1));
-  const double lr_min = lr * static_cast<double>(min_frac);
-  return static_cast<float>(lr_min + (lr - lr_min) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
-}
 
 std::string percent(double frac) {
   std::ostringstream os;
@@ -231,7 +205,7 @@ void write_evaluation(Cnn& model, const nn::ImageDataset& test, const EvalResult
 struct Data {
   std::string dir;
   nn::ImageDataset train, test;
-  PixelStats stats;
+  nn::PixelStats stats;
 };
 
 Data load_data(const Options& o) {
@@ -241,9 +215,9 @@ Data load_data(const Options& o) {
   d.test = nn::load_mnist_split(d.dir, "test");
   nn::truncate_dataset(d.train, o.limit_train);
   nn::truncate_dataset(d.test, o.limit_test);
-  d.stats = pixel_stats(d.train);
-  standardise(d.train, d.stats);
-  standardise(d.test, d.stats);
+  d.stats = nn::pixel_stats(d.train);
+  nn::standardise(d.train, d.stats);
+  nn::standardise(d.test, d.stats);
   std::cout << "data      " << d.dir << ": " << d.train.size() << " train, " << d.test.size()
             << " test images of " << d.train.rows << "x" << d.train.cols << " (pixel mean "
             << fixed4(d.stats.mean) << ", std " << fixed4(d.stats.std) << ")\n";
@@ -312,7 +286,9 @@ int run_train_part(const Options& o) {
     int64_t seen = 0, correct = 0;
     float lr = o.lr;
     for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
-      lr = cosine_lr(o.lr, o.lr_min_frac, step, total_steps);
+      // lr(t) = lr_min + (lr - lr_min) (1 + cos(pi t / T)) / 2, as lesson 02
+      lr = nn::cosine_lr(o.lr, o.lr_min_frac,
+                         static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_steps, 1)));
       if (o.shift > 0 || o.flip) augment(x.data(), B, train.rows, train.cols, o.shift, o.flip, background, augment_rng);
 
       // forward: logits (B,V), then the loss
@@ -418,7 +394,7 @@ int run_eval_part(const Options& o) {
   // The checkpoint's own pixel statistics, when it has them: the model was trained on
   // inputs standardised with those, and --limit-train may have changed ours.
   if (meta.count("pixel_mean") && meta.count("pixel_std")) {
-    const PixelStats saved{std::stof(meta.at("pixel_mean")), std::stof(meta.at("pixel_std"))};
+    const nn::PixelStats saved{std::stof(meta.at("pixel_mean")), std::stof(meta.at("pixel_std"))};
     NN_CHECK(saved.std > 0.0f, path << ": pixel_std " << saved.std << " is not positive");
     for (float& p : data.test.images.span()) {
       p = ((p * data.stats.std + data.stats.mean) - saved.mean) / saved.std;

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "nn/check.h"
-#include "nn/gradcheck.h"
 #include "nn/recurrent.h"
 #include "nn/rng.h"
 
@@ -123,15 +122,6 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 // ---- part 1: one RNN cell, then BPTT, checked ----------------------------------------------
-namespace {
-
-void print_row(std::ostream& os, const std::string& name, const double* v, int n) {
-  os << "  " << std::left << std::setw(9) << name << std::right << "(";
-  for (int i = 0; i < n; ++i) os << (i ? ", " : "") << std::setw(7) << seqlab::fixed(v[i], 4);
-  os << ")\n";
-}
-
-}  // namespace
 
 int run_cell_part(const Options& opts) {
   std::ostream& os = std::cout;
@@ -154,9 +144,9 @@ int run_cell_part(const Options& opts) {
     double* h = &hs[static_cast<size_t>(t * B * H)];
     nn::rnn_cell_forward(h, x, h_prev, Wx.data(), Wh.data(), b.data(), B, C, H);
     os << "step " << t << ":  h_" << t << " = tanh(x_" << t << " Wx^T + h_" << t - 1 << " Wh^T + b)\n";
-    print_row(os, "x", x, C);
-    print_row(os, "h_prev", h_prev, H);
-    print_row(os, "h", h, H);
+    seqlab::print_values(os, "x", x, C);
+    seqlab::print_values(os, "h_prev", h_prev, H);
+    seqlab::print_values(os, "h", h, H);
   }
 
   // The loss: L = sum_t r_t . h_t with fixed random r_t, so dL/dh_t = r_t at every step
@@ -179,12 +169,7 @@ int run_cell_part(const Options& opts) {
   // Check every gradient against central differences: (L(w + h) - L(w - h)) / 2h.
   bool all_ok = true;
   auto check = [&](const char* name, std::vector<double>& param, const std::vector<double>& grad) {
-    const nn::GradCheckResult g = nn::check_gradient(loss, param, grad);
-    os << "  gradient check " << std::left << std::setw(4) << name << std::right << " max |analytic - numeric| = "
-       << std::scientific << std::setprecision(2) << g.max_abs_err << std::defaultfloat << "  "
-       << (g.ok ? "ok" : "MISMATCH") << "\n";
-    if (!g.ok) os << g.report;
-    all_ok = all_ok && g.ok;
+    all_ok = seqlab::check_and_report(os, name, loss, param, grad) && all_ok;
   };
   os << "finite differences (double, h = 1e-6):\n";
   check("Wx", Wx, dWx);

@@ -14,6 +14,7 @@
 
 #include "nn/check.h"
 #include "nn/checkpoint.h"
+#include "nn/gradcheck.h"
 #include "nn/ops.h"
 #include "nn/plant.h"
 #include "nn/progress.h"
@@ -24,6 +25,22 @@ std::string fixed(double v, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << v;
   return os.str();
+}
+
+void print_values(std::ostream& os, const std::string& name, const double* v, int n, const char* note) {
+  os << "  " << std::left << std::setw(8) << name << std::right << "(";
+  for (int i = 0; i < n; ++i) os << (i ? ", " : "") << std::setw(7) << fixed(v[i], 4);
+  os << ")  " << note << "\n";
+}
+
+bool check_and_report(std::ostream& os, const char* name, const std::function<double()>& loss,
+                      std::vector<double>& param, const std::vector<double>& grad) {
+  const nn::GradCheckResult g = nn::check_gradient(loss, param, grad);
+  os << "  gradient check " << std::left << std::setw(7) << name << std::right << " max |analytic - numeric| = "
+     << std::scientific << std::setprecision(2) << g.max_abs_err << std::defaultfloat << "  "
+     << (g.ok ? "ok" : "MISMATCH") << "\n";
+  if (!g.ok) os << g.report;
+  return g.ok;
 }
 
 // ---- the model ------------------------------------------------------------------------------
@@ -91,7 +108,9 @@ std::vector<CurvePoint> train_loop(SeqModel& model, const TrainOptions& o, const
   std::vector<nn::Param> params = model.params();
   nn::Adam adam(params, nn::AdamConfig{o.lr, 0.9f, 0.999f, 1e-8f, 0.0f});
   std::vector<CurvePoint> curve;
-  nn::ProgressBar bar(label, o.iters, os, 5.0);
+  // The bar counts iterations, or per mille of the time budget when that ends first.
+  constexpr int64_t kPerMille = 1000;
+  nn::ProgressBar bar(label, o.budget_s > 0 ? kPerMille : o.iters, os, 5.0);
   train_seconds = 0.0;
   double loss_sum = 0.0;
   int64_t loss_count = 0;
@@ -135,7 +154,8 @@ std::vector<CurvePoint> train_loop(SeqModel& model, const TrainOptions& o, const
                     .add("val_loss", p.val_loss)
                     .add("grad_norm", last_norm));
       loop.checkpoint();
-      bar.update(it, {{"train", fixed(p.train_loss)}, {"val", fixed(p.val_loss)},
+      const double done = o.budget_s > 0 ? progress * kPerMille : static_cast<double>(it);
+      bar.update(static_cast<int64_t>(done), {{"train", fixed(p.train_loss)}, {"val", fixed(p.val_loss)},
                       {"|g|", fixed(last_norm, 2)}});
     }
     if (out_of_time) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -172,5 +173,14 @@ void report_gradients(const std::vector<GradientRow>& rows, const std::string& c
 
 // "0.1234"
 std::string fixed(double v, int digits = 4);
+
+// ---- printing for the small parts (lesson 05's cell, lesson 06's gates) --------------------
+// "  name    ( 0.1234, -0.5678)  note"
+void print_values(std::ostream& os, const std::string& name, const double* v, int n, const char* note = "");
+// Checks `grad` (the backward pass's dL/dparam) against central finite differences of
+// `loss` (nn/gradcheck.h), prints one line with the largest difference, and the mismatches
+// if any. Returns whether it agreed.
+bool check_and_report(std::ostream& os, const char* name, const std::function<double()>& loss,
+                      std::vector<double>& param, const std::vector<double>& grad);
 
 }  // namespace seqlab

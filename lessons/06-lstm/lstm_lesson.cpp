@@ -11,7 +11,6 @@
 
 #include "lessons/05-rnn/seq_tasks.h"
 #include "nn/check.h"
-#include "nn/gradcheck.h"
 #include "nn/recurrent.h"
 #include "nn/rng.h"
 
@@ -30,15 +29,6 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 // ---- part 1: the gates of one step, checked -------------------------------------------------
-namespace {
-
-void print_row(std::ostream& os, const std::string& name, const double* v, int n, const char* note = "") {
-  os << "  " << std::left << std::setw(8) << name << std::right << "(";
-  for (int i = 0; i < n; ++i) os << (i ? ", " : "") << std::setw(7) << seqlab::fixed(v[i], 4);
-  os << ")  " << note << "\n";
-}
-
-}  // namespace
 
 int run_gates_part(const Options& opts) {
   std::ostream& os = std::cout;
@@ -58,15 +48,15 @@ int run_gates_part(const Options& opts) {
   nn::lstm_cell_forward(h.data(), c.data(), gates.data(), x.data(), h_prev.data(), c_prev.data(), Wx.data(),
                         Wh.data(), b.data(), B, C, H);
   os << "z = x Wx^T + h_prev Wh^T + b, four slices of H = " << H << ":\n";
-  print_row(os, "x", x.data(), C);
-  print_row(os, "h_prev", h_prev.data(), H);
-  print_row(os, "c_prev", c_prev.data(), H, "the cell: the memory carried from the last step");
-  print_row(os, "i", &gates[0], H, "input gate  sigmoid(z_i): how much of g to write");
-  print_row(os, "f", &gates[H], H, "forget gate sigmoid(z_f): how much of c_prev to keep");
-  print_row(os, "g", &gates[2 * H], H, "candidate   tanh(z_g): what to write");
-  print_row(os, "o", &gates[3 * H], H, "output gate sigmoid(z_o): how much of the cell to show");
-  print_row(os, "c", c.data(), H, "c = f * c_prev + i * g");
-  print_row(os, "h", h.data(), H, "h = o * tanh(c)");
+  seqlab::print_values(os, "x", x.data(), C);
+  seqlab::print_values(os, "h_prev", h_prev.data(), H);
+  seqlab::print_values(os, "c_prev", c_prev.data(), H, "the cell: the memory carried from the last step");
+  seqlab::print_values(os, "i", &gates[0], H, "input gate  sigmoid(z_i): how much of g to write");
+  seqlab::print_values(os, "f", &gates[H], H, "forget gate sigmoid(z_f): how much of c_prev to keep");
+  seqlab::print_values(os, "g", &gates[2 * H], H, "candidate   tanh(z_g): what to write");
+  seqlab::print_values(os, "o", &gates[3 * H], H, "output gate sigmoid(z_o): how much of the cell to show");
+  seqlab::print_values(os, "c", c.data(), H, "c = f * c_prev + i * g");
+  seqlab::print_values(os, "h", h.data(), H, "h = o * tanh(c)");
   os << "  dc/dc_prev = f: along the cell the gradient is multiplied by the forget gate, not by\n"
         "  Wh and tanh' as in the RNN: with f near 1 it survives many steps.\n";
 
@@ -90,12 +80,7 @@ int run_gates_part(const Options& opts) {
                          Wh.data(), B, C, H);
   bool all_ok = true;
   auto check = [&](const char* name, std::vector<double>& param, const std::vector<double>& grad) {
-    const nn::GradCheckResult g = nn::check_gradient(loss, param, grad);
-    os << "  gradient check " << std::left << std::setw(7) << name << std::right << " max |analytic - numeric| = "
-       << std::scientific << std::setprecision(2) << g.max_abs_err << std::defaultfloat << "  "
-       << (g.ok ? "ok" : "MISMATCH") << "\n";
-    if (!g.ok) os << g.report;
-    all_ok = all_ok && g.ok;
+    all_ok = seqlab::check_and_report(os, name, loss, param, grad) && all_ok;
   };
   os << "finite differences (double, h = 1e-6):\n";
   check("Wx", Wx, dWx);
