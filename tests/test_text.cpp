@@ -23,32 +23,6 @@ using Catch::Contains;
 
 namespace {
 
-// Sets (or with nullopt, unsets) an environment variable, and restores it at scope end.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    set(value);
-  }
-  ~ScopedEnv() { set(old_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  void set(const std::optional<std::string>& value) {
-#ifdef _WIN32
-    _putenv_s(name_.c_str(), value ? value->c_str() : "");
-#else
-    if (value) {
-      setenv(name_.c_str(), value->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-#endif
-  }
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // Changes the working directory, and changes it back at scope end.
 class ScopedCwd {

@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -71,6 +73,33 @@ inline void write_bytes(const std::string& path, const std::vector<uint8_t>& byt
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   REQUIRE(out.good());
 }
+
+// Sets (or with nullopt, unsets) an environment variable, and restores it at scope end.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(old_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void set(const std::optional<std::string>& value) {
+#ifdef _WIN32
+    _putenv_s(name_.c_str(), value ? value->c_str() : "");
+#else
+    if (value) {
+      setenv(name_.c_str(), value->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+#endif
+  }
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 // Redirects std::cout into a string for as long as it lives, even if a test throws.
 class CaptureCout {
