@@ -1,0 +1,104 @@
+// gpt/backend.h: the ops a GPT training step calls, behind one interface, so the model
+// code (gpt/model.cpp) is written once and runs on every backend:
+//   naive  plain loops from nn/ (nn/transformer.h, nn/attention.h, nn/ops.h): the reference
+//   cpu    the lesson-03 kernels: SIMD, kernels::sgemm, OpenMP, fused where it pays
+//   (cuda  issue 7: the lesson-09 kernels)
+//
+// Conventions, the same for every backend:
+//   - pointers are to float buffers the model owns (host memory for naive and cpu);
+//   - N = B * T rows, C channels, OC output channels, V vocabulary, NH heads;
+//   - gradient rule of nn/: parameter gradients ACCUMULATE, activation gradients are
+//     ASSIGNED, except layernorm_backward's dinp, which ACCUMULATES (the residual stream);
+//   - results must be deterministic: the same inputs give bit-identical outputs run after
+//     run (fixed reduction order whatever the thread count), so resumed training repeats
+//     an uninterrupted run exactly;
+//   - each op's meaning is its nn/ reference's (linked in each comment); a backend agrees
+//     with naive to float rounding (tests/test_gpt_backends.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gpt {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // out (B,T,C) = wte[inp] + wpe[t]   (nn::encoder_forward; V for the id check)
+  virtual void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
+                               int T, int C, int V) = 0;
+  // dwte (V,C), dwpe (T,C) accumulated   (nn::encoder_backward)
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B,
+                                int T, int C) = 0;
+
+  // (nn::layernorm_forward / nn::layernorm_backward; dinp ACCUMULATES)
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                 const float* weight, const float* bias, int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean,
+                                  const float* rstd, int N, int C) = 0;
+
+  // out (N,OC) = inp (N,C) weight^T (OC,C) + bias (OC, may be nullptr)
+  // (nn::linear_forward_loops / nn::linear_backward_loops; dinp assigned, skipped if nullptr)
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                              int C, int OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const float* inp, const float* weight, int N, int C, int OC) = 0;
+
+  // causal multi-head attention (nn::attention_forward / nn::attention_backward)
+  virtual void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T,
+                                 int C, int NH) = 0;
+  virtual void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout,
+                                  const float* qkv, const float* att, int B, int T, int C, int NH) = 0;
+
+  // (nn::gelu_forward / nn::gelu_backward, tanh approximation)
+  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;
+  virtual void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) = 0;
+
+  // out = a + b   (nn::residual_forward)
+  virtual void residual_forward(float* out, const float* a, const float* b, int64_t n) = 0;
+
+  // (nn::dropout_forward / nn::dropout_backward: the mask is a function of (seed, i))
+  virtual void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p,
+                               uint64_t seed) = 0;
+  virtual void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t n) = 0;
+
+  // logits (N,V), targets (N) -> probs (N,V), losses (N); returns the mean loss
+  // (nn::softmax_cross_entropy_forward). Backward: dlogits = (probs - onehot) * dloss / N,
+  // assigned (nn::softmax_cross_entropy_backward).
+  virtual float crossentropy_forward(float* probs, float* losses, const float* logits,
+                                     const int32_t* targets, int N, int V) = 0;
+  virtual void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, int N,
+                                     int V, float dloss) = 0;
+
+  // ---- fused ops: a backend may override them with one pass; the defaults call the pair --
+  // residual_out = a + b, then ln_out = layernorm(residual_out)
+  virtual void residual_layernorm_forward(float* residual_out, float* ln_out, float* mean, float* rstd,
+                                          const float* a, const float* b, const float* weight,
+                                          const float* bias, int N, int C);
+  // pre = inp weight^T + bias, out = gelu(pre)   (pre is kept for the backward)
+  virtual void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+                                   const float* bias, int N, int C, int OC);
+
+  // ---- optimizer helpers over flat buffers ------------------------------------------------
+  // sum of squares of g (n), accumulated in double in a fixed order
+  virtual double sum_squares(const float* g, int64_t n) = 0;
+  // x *= s
+  virtual void scale(float* x, float s, int64_t n) = 0;
+  // AdamW, PyTorch's torch.optim.AdamW formula (t is the 1-based step):
+  //   p -= lr * wd * p                              (decoupled weight decay; wd = 0 for no decay)
+  //   m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) g^2
+  //   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+  virtual void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+                            float beta2, float eps, float weight_decay, int64_t t) = 0;
+};
+
+// "naive" or "cpu" (nn::Error naming the choices otherwise).
+std::unique_ptr<Backend> make_backend(const std::string& name);
+std::unique_ptr<Backend> make_naive_backend();
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace gpt
