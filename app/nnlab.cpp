@@ -6,6 +6,7 @@
 //   nnlab lesson04 [--part train]     convolutional networks; train a CNN on Fashion-MNIST
 //   nnlab lesson05 [--part chars]     recurrent networks: a char model and a plant, BPTT
 //   nnlab lesson06 [--part compare]   LSTM: the same tasks, RNN vs LSTM
+//   nnlab gpt <train|sample|bench|diff>  the GPT trainer and sampler (lessons 07-08)
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
@@ -20,6 +21,7 @@
 #include "app/bench.h"
 #include "app/check.h"
 #include "app/info.h"
+#include "gpt/cli.h"
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
 #include "lessons/03-matmul/matmul_lesson.h"
@@ -63,6 +65,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("lesson06", "Lesson 06: LSTM; the same tasks, RNN vs LSTM side by side");
   lesson06::add_options(*lesson06_cmd, lesson06_opts);
 
+  gpt::CliOptions gpt_opts;
+  CLI::App* gpt_cmd = gpt::add_gpt_command(app, gpt_opts);
+
   app::CheckOptions check_opts;
   CLI::App* check_cmd = app.add_subcommand("check", "Check your exercises (exercises/), first failure first");
   app::add_check_options(*check_cmd, check_opts);
@@ -84,7 +89,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, gpt, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -101,6 +106,7 @@ int main(int argc, char** argv) {
     if (*lesson04_cmd) return lesson04::run(lesson04_opts);
     if (*lesson05_cmd) return lesson05::run(lesson05_opts);
     if (*lesson06_cmd) return lesson06::run(lesson06_opts);
+    if (*gpt_cmd) return gpt::run_gpt_command(*gpt_cmd, gpt_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);
     if (*info_cmd) return app::run_info();

@@ -1,0 +1,313 @@
+// gpt/cli.cpp: the `nnlab gpt` command line (gpt/cli.h).
+#include "gpt/cli.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "nn/check.h"
+#include "nn/rng.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef NNLAB_TORCH_PYTHON
+#define NNLAB_TORCH_PYTHON ""
+#endif
+#ifndef NNLAB_TORCH_SCRIPT
+#define NNLAB_TORCH_SCRIPT ""
+#endif
+
+namespace gpt {
+
+namespace fs = std::filesystem;
+
+void add_train_flags(CLI::App& app, TrainOptions& o) {
+  const std::string m = "Model", d = "Data", t = "Training", e = "Evaluation, checkpoints, logs", s = "Sampling";
+  app.add_option("--n-layer", o.n_layer, "Transformer blocks L")->check(CLI::Range(1, 1024))->capture_default_str()->group(m);
+  app.add_option("--n-head", o.n_head, "Attention heads per block (must divide --n-embd)")->check(CLI::Range(1, 1024))->capture_default_str()->group(m);
+  app.add_option("--n-embd", o.n_embd, "Channels C")->check(CLI::Range(1, 65536))->capture_default_str()->group(m);
+  app.add_option("--block-size", o.block_size, "Context length T (characters the model sees)")->check(CLI::Range(1, 65536))->capture_default_str()->group(m);
+  app.add_option("--dropout", o.dropout, "Dropout probability in training")->check(CLI::Range(0.0, 0.99))->capture_default_str()->group(m);
+  app.add_option("--data", o.data, "Text file to train on (default: Tiny Shakespeare, else a Debian text)")->group(d);
+  app.add_option("--val-fraction", o.val_fraction, "Fraction of the text held out for validation (the end)")->check(CLI::Range(0.01, 0.5))->capture_default_str()->group(d);
+  app.add_option("--batch-size", o.batch_size, "Sequences per micro-batch B")->check(CLI::Range(1, 65536))->capture_default_str()->group(t);
+  app.add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(CLI::Range(1, 65536))->capture_default_str()->group(t);
+  app.add_option("--max-iters", o.max_iters, "Optimizer steps")->check(CLI::Range(0, 100000000))->capture_default_str()->group(t);
+  app.add_option("--lr", o.lr, "Peak learning rate")->check(CLI::Range(1e-9, 10.0))->capture_default_str()->group(t);
+  app.add_option("--min-lr", o.min_lr, "Learning rate at the end of the cosine decay")->check(CLI::Range(0.0, 10.0))->capture_default_str()->group(t);
+  app.add_option("--warmup-iters", o.warmup_iters, "Linear warm-up steps")->check(CLI::Range(0, 100000000))->capture_default_str()->group(t);
+  app.add_option("--lr-decay-iters", o.lr_decay_iters, "Step where the decay reaches --min-lr (0: --max-iters)")->check(CLI::Range(0, 100000000))->capture_default_str()->group(t);
+  app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (matrices and embeddings only)")->check(CLI::Range(0.0, 10.0))->capture_default_str()->group(t);
+  app.add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 0.9999999))->capture_default_str()->group(t);
+  app.add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 0.9999999))->capture_default_str()->group(t);
+  app.add_option("--eps", o.eps, "AdamW epsilon")->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(t);
+  app.add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0: off)")->check(CLI::Range(0.0, 1e9))->capture_default_str()->group(t);
+  app.add_option("--seed", o.seed, "Seed: weights, batches, dropout, sampling")->capture_default_str()->group(t);
+  app.add_option("--backend", o.backend, "naive (plain loops, the reference) or cpu (SIMD + OpenMP kernels)")
+      ->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str()->group(t);
+  app.add_option("--threads", o.threads, "OpenMP threads (0: the default, all cores)")->check(CLI::Range(0, 4096))->capture_default_str()->group(t);
+  app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(CLI::Range(0.0, 1e9))->capture_default_str()->group(t);
+  app.add_option("--eval-interval", o.eval_interval, "Steps between evaluations (and checkpoints)")->check(CLI::Range(1, 100000000))->capture_default_str()->group(e);
+  app.add_option("--eval-iters", o.eval_iters, "Batches per evaluation of each split")->check(CLI::Range(1, 100000))->capture_default_str()->group(e);
+  app.add_option("--out-dir", o.out_dir, "Where best.safetensors, last.safetensors and log.jsonl go")->capture_default_str()->group(e);
+  app.add_option("--resume", o.resume, "Continue from this checkpoint (weights, AdamW state, step)")->group(e);
+  app.add_option("--log", o.log, "JSON-lines log (default <out-dir>/log.jsonl; 'none': no log)")->group(e);
+  app.add_option("--dump-step", o.dump_step, "Write named activations and gradients at this step (1-based)")->group(e);
+  app.add_option("--dump-path", o.dump_path, "File for --dump-step (safetensors)")->group(e);
+  app.add_option("--sample-tokens", o.sample_tokens, "Characters to sample after training (0: none)")->check(CLI::Range(0, 1000000))->capture_default_str()->group(s);
+  app.add_option("--prompt", o.prompt, "Text the samples start from")->group(s);
+  app.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str()->group(s);
+  app.add_option("--top-k", o.top_k, "Sample among the k most likely characters only (0: all)")->check(CLI::Range(0, 65536))->capture_default_str()->group(s);
+}
+
+CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
+  CLI::App* gpt_cmd = app.add_subcommand("gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff");
+  gpt_cmd->require_subcommand(1);
+
+  CLI::App* train_cmd = gpt_cmd->add_subcommand("train", "Train a character GPT; evaluate, checkpoint, log, sample");
+  train_cmd->set_config("--config", "", "Read options from a TOML/INI file (`lr = 0.001` lines); flags win");
+  add_train_flags(*train_cmd, opts.train);
+
+  CLI::App* sample_cmd = gpt_cmd->add_subcommand("sample", "Generate text from a checkpoint");
+  sample_cmd->add_option("--checkpoint", opts.checkpoint, "A checkpoint written by `nnlab gpt train`")->required();
+  sample_cmd->add_option("--prompt", opts.sample.prompt, "Text to start from");
+  sample_cmd->add_option("--tokens", opts.sample.tokens, "Characters to generate")->check(CLI::Range(0, 10000000))->capture_default_str();
+  sample_cmd->add_option("--temperature", opts.sample.temperature, "Temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  sample_cmd->add_option("--top-k", opts.sample.top_k, "Only the k most likely characters (0: all)")->check(CLI::Range(0, 65536))->capture_default_str();
+  sample_cmd->add_option("--seed", opts.sample.seed, "Seed of the draws")->capture_default_str();
+  sample_cmd->add_option("--backend", opts.backend, "naive or cpu")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+
+  CLI::App* bench_cmd = gpt_cmd->add_subcommand(
+      "bench", "Time one training step (ms/iteration) of our backends and of PyTorch eager, same model, same run");
+  add_train_flags(*bench_cmd, opts.train);
+  bench_cmd->add_option("--iters", opts.bench.iters, "Timed steps (median reported)")->check(CLI::Range(1, 100000))->capture_default_str();
+  bench_cmd->add_option("--warmup", opts.bench.warmup, "Untimed steps first")->check(CLI::Range(0, 100000))->capture_default_str();
+  bench_cmd->add_flag("--naive", opts.bench.naive, "Also time the naive backend (slow)");
+  bench_cmd->add_flag("!--no-torch", opts.bench.torch, "Skip the PyTorch reference");
+  bench_cmd->add_option("--torch-settings", opts.bench.torch_settings, "PyTorch thread settings to try (all, or e.g. intra=2,blas=1)")->capture_default_str();
+  bench_cmd->add_option("--json", opts.bench.json, "Write the results as JSON here");
+  bench_cmd->add_option("--markdown", opts.bench.markdown, "Write a markdown table here");
+
+  CLI::App* dump_cmd = gpt_cmd->add_subcommand(
+      "dump", "Run a checkpoint on a text; write every named activation (attention maps h.<l>.att, ...) and the "
+              "gradients of the next-character loss to a safetensors file");
+  dump_cmd->add_option("--checkpoint", opts.checkpoint, "A checkpoint written by `nnlab gpt train`")->required();
+  dump_cmd->add_option("--text", opts.dump_text, "The text (at most block_size + 1 characters are used)")->required();
+  dump_cmd->add_option("--out", opts.dump_out, "The safetensors file to write")->required();
+  dump_cmd->add_option("--backend", opts.backend, "naive or cpu")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+
+  CLI::App* diff_cmd = gpt_cmd->add_subcommand("diff", "Per-tensor max relative error between two dumps (ours vs PyTorch, naive vs cpu)");
+  diff_cmd->add_option("files", opts.diff_files, "Two safetensors dumps")->required()->expected(2)->check(CLI::ExistingFile);
+  diff_cmd->add_option("--tolerance", opts.diff_tolerance, "Exit 1 if any shared tensor's error exceeds this (0: never)")->check(CLI::Range(0.0, 1e9));
+  return gpt_cmd;
+}
+
+double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup) {
+  auto be = make_backend(backend);
+  GPTConfig c;
+  c.vocab_size = 65;
+  c.block_size = o.block_size;
+  c.n_layer = o.n_layer;
+  c.n_head = o.n_head;
+  c.n_embd = o.n_embd;
+  c.dropout = o.dropout;
+  GPT model = gpt_create(c);
+  gpt_init_weights(model, o.seed);
+  const int B = o.batch_size, T = o.block_size;
+  nn::Rng rng(o.seed);
+  std::vector<int32_t> x(static_cast<size_t>(B) * T), y(x.size());
+  AdamWConfig acfg;
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + iters; ++i) {
+    for (size_t k = 0; k < x.size(); ++k) {
+      x[k] = static_cast<int32_t>(rng.below(65));
+      y[k] = static_cast<int32_t>(rng.below(65));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    gpt_zero_grad(model);
+    gpt_forward(model, *be, x.data(), y.data(), B, T, true, static_cast<uint64_t>(i));
+    gpt_backward(model, *be);
+    gpt_clip_grad_norm(model, *be, o.grad_clip);
+    gpt_adamw_step(model, *be, acfg, o.lr);
+    const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= warmup) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+namespace {
+
+std::string fixed(double v, int p) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(p) << v;
+  return os.str();
+}
+
+// The number after "key": in a JSON text, searching from `from` (enough for the flat JSON
+// scripts/gpt_torch.py writes); NaN when absent.
+double json_number(const std::string& json, const std::string& key, size_t from = 0) {
+  const size_t k = json.find("\"" + key + "\"", from);
+  if (k == std::string::npos) return std::nan("");
+  const size_t colon = json.find(':', k);
+  try {
+    return std::stod(json.substr(colon + 1));
+  } catch (const std::exception&) {
+    return std::nan("");
+  }
+}
+
+std::string json_string(const std::string& json, const std::string& key) {
+  const size_t k = json.find("\"" + key + "\"");
+  if (k == std::string::npos) return "";
+  const size_t q1 = json.find('"', json.find(':', k) + 1);
+  const size_t q2 = json.find('"', q1 + 1);
+  return q1 == std::string::npos || q2 == std::string::npos ? "" : json.substr(q1 + 1, q2 - q1 - 1);
+}
+
+int run_bench(const CliOptions& opts) {
+  const TrainOptions& o = opts.train;
+  const BenchOptions& b = opts.bench;
+#ifdef _OPENMP
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const int threads = omp_get_max_threads();
+#else
+  const int threads = 1;
+#endif
+  std::cout << "GPT training step (forward, backward, clip, AdamW): " << o.n_layer << " layers, " << o.n_head
+            << " heads, " << o.n_embd << " wide, context " << o.block_size << ", batch " << o.batch_size
+            << ", vocabulary 65; " << threads << " threads; median of " << b.iters << " after " << b.warmup << " warm-up\n";
+  struct Row {
+    std::string name;
+    double ms;
+    std::string note;
+  };
+  std::vector<Row> rows;
+  const double cpu_ms = time_train_step(o, "cpu", b.iters, b.warmup);
+  rows.push_back({"nnlab cpu", cpu_ms, "SIMD + OpenMP kernels"});
+  if (b.naive) rows.push_back({"nnlab naive", time_train_step(o, "naive", std::max(3, b.iters / 10), 1), "plain loops"});
+  double torch_ms = std::nan("");
+  std::string torch_note;
+  if (b.torch) {
+    const std::string py = NNLAB_TORCH_PYTHON, script = NNLAB_TORCH_SCRIPT;
+    if (py.empty() || script.empty()) {
+      torch_note = "skipped: no Python with PyTorch was found when nnlab was configured (install python3-torch, re-run cmake)";
+    } else {
+      const std::string tmp = (fs::temp_directory_path() / ("nnlab_torch_bench_" + std::to_string(::getpid()) + ".json")).string();
+      std::ostringstream cmd;
+      cmd << "'" << py << "' '" << script << "' bench --n-layer " << o.n_layer << " --n-head " << o.n_head << " --n-embd "
+          << o.n_embd << " --block-size " << o.block_size << " --batch-size " << o.batch_size << " --vocab-size 65 --iters "
+          << b.iters << " --warmup " << b.warmup << " --settings '" << b.torch_settings << "' --json '" << tmp << "'";
+      std::cout << "running PyTorch: " << cmd.str() << "\n" << std::flush;
+      const int rc = std::system(cmd.str().c_str());
+      std::ifstream in(tmp);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      const std::string json = ss.str();
+      fs::remove(tmp);
+      if (rc != 0 || json.empty()) {
+        torch_note = "failed: the PyTorch script exited with status " + std::to_string(rc);
+      } else {
+        const size_t best = json.find("\"best\"");
+        torch_ms = json_number(json, "ms_per_iter", best);
+        torch_note = "torch " + json_string(json, "torch_version") + ", BLAS " + json_string(json, "blas") + ", intra-op threads " +
+                     fixed(json_number(json, "intra", best), 0) + ", BLAS threads " + fixed(json_number(json, "blas_threads", best), 0) +
+                     " (the fastest setting tried)";
+        rows.push_back({"PyTorch eager", torch_ms, torch_note});
+      }
+    }
+  }
+  std::cout << "\n| implementation | ms/step | tokens/s | vs PyTorch | note |\n|---|---:|---:|---:|---|\n";
+  const double tokens = static_cast<double>(o.batch_size) * o.block_size;
+  for (const Row& r : rows) {
+    std::cout << "| " << r.name << " | " << fixed(r.ms, 1) << " | " << fixed(tokens / (r.ms / 1e3), 0) << " | "
+              << (std::isnan(torch_ms) ? "-" : fixed(torch_ms / r.ms, 2) + "x") << " | " << r.note << " |\n";
+  }
+  if (std::isnan(torch_ms) && b.torch) std::cout << "PyTorch: " << torch_note << "\n";
+  if (!std::isnan(torch_ms)) {
+    std::cout << "\nnnlab cpu is " << fixed(torch_ms / cpu_ms, 2) << "x PyTorch eager's speed (goal: 2x)\n";
+  }
+  if (!b.json.empty()) {
+    std::ofstream js(b.json);
+    NN_CHECK(js.good(), "cannot write " << b.json);
+    js << "{\"config\": {\"n_layer\": " << o.n_layer << ", \"n_head\": " << o.n_head << ", \"n_embd\": " << o.n_embd
+       << ", \"block_size\": " << o.block_size << ", \"batch_size\": " << o.batch_size << "}, \"threads\": " << threads
+       << ", \"rows\": [";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      js << (i ? ", " : "") << "{\"name\": \"" << rows[i].name << "\", \"ms_per_step\": " << rows[i].ms << "}";
+    }
+    js << "], \"ratio_vs_torch\": " << (std::isnan(torch_ms) ? std::string("null") : fixed(torch_ms / cpu_ms, 4)) << "}\n";
+  }
+  return 0;
+}
+
+int run_diff(const CliOptions& opts) {
+  std::vector<std::string> only_a, only_b;
+  const auto rows = diff_dumps(opts.diff_files[0], opts.diff_files[1], &only_a, &only_b);
+  NN_CHECK(!rows.empty(), "the two files share no tensor names: nothing to compare");
+  double worst = 0.0;
+  std::string worst_name;
+  std::cout << std::left << std::setw(32) << "tensor" << std::right << std::setw(12) << "elements" << std::setw(14)
+            << "max abs err" << std::setw(14) << "max rel err" << "\n";
+  for (const DiffRow& r : rows) {
+    std::cout << std::left << std::setw(32) << r.name << std::right << std::setw(12) << r.numel << std::setw(14)
+              << std::scientific << std::setprecision(2) << r.max_abs_err << std::setw(14) << r.max_rel_err
+              << std::defaultfloat << "\n";
+    if (!(r.max_rel_err <= worst)) {
+      worst = r.max_rel_err;
+      worst_name = r.name;
+    }
+  }
+  std::cout << rows.size() << " shared tensors; worst " << worst_name << " at " << std::scientific << std::setprecision(2)
+            << worst << std::defaultfloat << " (max |a-b| / max |b| per tensor)\n";
+  if (!only_a.empty()) std::cout << only_a.size() << " only in " << opts.diff_files[0] << " (first: " << only_a[0] << ")\n";
+  if (!only_b.empty()) std::cout << only_b.size() << " only in " << opts.diff_files[1] << " (first: " << only_b[0] << ")\n";
+  if (opts.diff_tolerance > 0.0 && !(worst <= opts.diff_tolerance)) {
+    std::cerr << "error: " << worst_name << " differs by " << worst << " > tolerance " << opts.diff_tolerance << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
+  if (gpt_cmd.got_subcommand("train")) {
+    train(opts.train, std::cout);
+    return 0;
+  }
+  if (gpt_cmd.got_subcommand("sample")) {
+    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
+    auto be = make_backend(opts.backend);
+    std::cout << opts.sample.prompt << sample(ck.model, *be, ck.vocab, opts.sample) << "\n";
+    return 0;
+  }
+  if (gpt_cmd.got_subcommand("bench")) return run_bench(opts);
+  if (gpt_cmd.got_subcommand("dump")) {
+    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
+    auto be = make_backend(opts.backend);
+    std::vector<int32_t> ids = ck.vocab.encode(opts.dump_text);
+    NN_CHECK(ids.size() >= 2, "--text needs at least 2 characters (inputs and their next characters)");
+    const int T = std::min(static_cast<int>(ids.size()) - 1, ck.model.config.block_size);
+    gpt_zero_grad(ck.model);
+    gpt_forward(ck.model, *be, ids.data(), ids.data() + 1, 1, T);
+    gpt_backward(ck.model, *be);
+    write_dump(opts.dump_out, ck.model);
+    std::cout << "wrote " << opts.dump_out << ": activations and gradients of " << T << " positions, loss "
+              << ck.model.mean_loss << "\n";
+    return 0;
+  }
+  if (gpt_cmd.got_subcommand("diff")) return run_diff(opts);
+  return 1;
+}
+
+}  // namespace gpt

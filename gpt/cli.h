@@ -1,0 +1,57 @@
+// gpt/cli.h: `nnlab gpt <train|sample|bench|diff>`, the command line of the GPT trainer.
+//
+//   nnlab gpt train  [--n-layer 4 ... --config run.toml]   train, evaluate, checkpoint, sample
+//   nnlab gpt sample --checkpoint out/gpt/best.safetensors --prompt "ROMEO:" [--top-k 20]
+//   nnlab gpt bench  [--iters 30]                            ms/step naive vs cpu vs PyTorch
+//   nnlab gpt dump   --checkpoint C --text "..." --out F     activations (attention maps) on a text
+//   nnlab gpt diff   a.safetensors b.safetensors             per-tensor max relative error
+// Every hyper-parameter is a flag, and any flag can come from a config file instead
+// (--config FILE, TOML or INI: `lr = 0.001` lines; flags on the command line win).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "gpt/train.h"
+
+namespace gpt {
+
+struct BenchOptions {
+  int iters = 30, warmup = 5;
+  bool naive = false;      // also time the naive backend (slow)
+  bool torch = true;       // run the PyTorch reference in the same run
+  std::string torch_settings = "all";
+  std::string json;        // write the results here
+  std::string markdown;    // and a table here
+};
+
+struct CliOptions {
+  TrainOptions train;
+  // sample
+  std::string checkpoint;
+  SampleOptions sample;
+  std::string backend = "cpu";
+  // bench
+  BenchOptions bench;
+  // dump
+  std::string dump_text;
+  std::string dump_out;
+  // diff
+  std::vector<std::string> diff_files;
+  double diff_tolerance = 0.0;  // > 0: exit 1 when a shared tensor's max relative error exceeds it
+};
+
+// Adds the model/optimisation/data flags of TrainOptions to `app` (lesson 08 reuses them).
+void add_train_flags(CLI::App& app, TrainOptions& o);
+// Adds `gpt` and its subcommands to `app`; returns the `gpt` subcommand.
+CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts);
+// Runs whichever subcommand of `gpt` was given; exit status.
+int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts);
+
+// Timing of one training step (forward, backward, clip, AdamW) at the options' sizes on
+// random tokens: median ms over `iters` after `warmup`.
+double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup);
+
+}  // namespace gpt

@@ -1,0 +1,140 @@
+// gpt/train.h: the trainer and sampler around gpt/model.h: data batches, the learning-rate
+// schedule, checkpoints (safetensors + config + tokenizer + AdamW state), evaluation,
+// sampling, the training loop with its progress bar and log, the dump of named tensors and
+// the diff of two dumps.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpt/model.h"
+#include "nn/text.h"
+
+namespace gpt {
+
+// Every hyper-parameter of a run. Defaults: nanoGPT's Shakespeare-char CPU run
+// (4 layers, 4 heads, 128 wide, context 64, batch 12, 2000 iterations, lr 1e-3 -> 1e-4).
+struct TrainOptions {
+  // model
+  int n_layer = 4, n_head = 4, n_embd = 128, block_size = 64;
+  float dropout = 0.0f;
+  // data
+  std::string data;           // a text file; empty: Tiny Shakespeare, else the Debian fallback
+  double val_fraction = 0.1;  // the last 10% of the text is the validation split
+  // optimisation
+  int batch_size = 12;
+  int grad_accum = 1;  // micro-batches per step; each step sees batch_size * grad_accum sequences
+  int max_iters = 2000;
+  float lr = 1e-3f, min_lr = 1e-4f;
+  int warmup_iters = 100;
+  int lr_decay_iters = 0;  // 0: max_iters
+  float weight_decay = 0.1f, beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f;
+  float grad_clip = 1.0f;  // 0: off
+  // evaluation, checkpoints, logs
+  int eval_interval = 250, eval_iters = 20;
+  std::string out_dir = "out/gpt";
+  std::string resume;  // a checkpoint to continue from (its step, weights, AdamW state)
+  std::string log;     // default <out_dir>/log.jsonl; "none" disables
+  double time_budget_s = 0.0;  // > 0: stop after this many seconds (then evaluate, save)
+  uint64_t seed = 1337;
+  std::string backend = "cpu";
+  int threads = 0;  // 0: OpenMP's default
+  // sampling after training
+  int sample_tokens = 0;
+  std::string prompt = "\n";
+  float temperature = 0.8f;
+  int top_k = 0;  // 0: all
+  // debugging: write named activations and gradients at one step
+  int dump_step = -1;
+  std::string dump_path;
+  bool quiet = false;  // no progress bar (tests)
+};
+
+// nanoGPT's schedule: linear warm-up from lr/warmup to lr over warmup_iters steps, then
+// cosine decay to min_lr at lr_decay_iters, min_lr after.
+//   it < W:          lr * (it + 1) / W
+//   W <= it <= D:    min_lr + (lr - min_lr) * (1 + cos(pi * (it - W) / (D - W))) / 2
+//   it > D:          min_lr
+float learning_rate(const TrainOptions& o, int it);
+
+// A random batch: B sequences of T tokens at random offsets of `tokens`, targets shifted by
+// one. The offsets are a pure function of (seed, stream, index), so a resumed run draws the
+// same batches as an uninterrupted one. nn::Error if tokens.size() < T + 1.
+void get_batch(const std::vector<int32_t>& tokens, int B, int T, uint64_t seed, uint64_t stream,
+               uint64_t index, std::vector<int32_t>& x, std::vector<int32_t>& y);
+
+// ---- checkpoints -----------------------------------------------------------------------
+struct TrainState {
+  int step = 0;                 // optimizer steps completed
+  float best_val_loss = 1e30f;  // best validation loss so far
+  std::string corpus;           // what it was trained on
+};
+// Writes params under their ParamSlice names, plus (with_optimizer) AdamW's moments as
+// "adam.m.<name>" / "adam.v.<name>"; metadata: the config, the vocabulary, adam_t and the
+// TrainState. Atomic (temporary file, then rename).
+void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVocab& vocab,
+                     const TrainState& state, bool with_optimizer = true);
+struct LoadedCheckpoint {
+  GPT model;
+  nn::CharVocab vocab;
+  TrainState state;
+  bool has_optimizer = false;
+};
+// nn::Error for a missing, truncated, corrupt file, a missing or misshapen tensor, or
+// metadata that does not describe a GPT checkpoint.
+LoadedCheckpoint load_checkpoint(const std::string& path);
+// "model.safetensors" style names for a vocabulary in metadata: the bytes as hex.
+std::string vocab_to_hex(const nn::CharVocab& vocab);
+nn::CharVocab vocab_from_hex(const std::string& hex);
+
+// ---- evaluation and sampling -------------------------------------------------------------
+// Mean loss over `iters` fixed batches (the same ones at every evaluation) of a split.
+float evaluate(GPT& model, Backend& be, const std::vector<int32_t>& tokens, int B, int T, int iters,
+               uint64_t seed, uint64_t split_id);
+
+struct SampleOptions {
+  std::string prompt = "\n";
+  int tokens = 200;
+  float temperature = 0.8f;
+  int top_k = 0;
+  uint64_t seed = 1337;
+};
+// Generates `tokens` characters after the prompt (the prompt is not included in the result).
+// nn::Error if the prompt has a character the vocabulary lacks, or is empty.
+std::string sample(GPT& model, Backend& be, const nn::CharVocab& vocab, const SampleOptions& o);
+
+// ---- training ------------------------------------------------------------------------------
+struct TrainResult {
+  int steps = 0;
+  float final_train_loss = 0.0f;  // last evaluation
+  float final_val_loss = 0.0f;
+  float best_val_loss = 0.0f;
+  double seconds = 0.0;
+  double ms_per_iter = 0.0;  // mean over the steps of this run
+  std::vector<float> step_losses;  // the training loss of every step of this run
+  std::string best_path, last_path;
+};
+// The whole run: corpus, model (new or resumed), loop, evaluations, checkpoints, log,
+// samples. Prints to `os`. nn::Error for bad options, data or checkpoints, and for a
+// non-finite loss (the message names the last good checkpoint, which is kept).
+TrainResult train(const TrainOptions& o, std::ostream& os);
+
+// ---- dump and diff ---------------------------------------------------------------------------
+// Writes the last forward's named activations (activation_views), "loss", and every
+// parameter gradient as "grad.<name>" to a safetensors file.
+void write_dump(const std::string& path, const GPT& model);
+struct DiffRow {
+  std::string name;
+  int64_t numel = 0;
+  double max_abs_err = 0.0;
+  double max_rel_err = 0.0;  // max |a - b| / max |b|: error relative to the tensor's scale
+};
+// Compares the tensors two dumps share (shape mismatch: nn::Error); rows in a's order.
+// `only_a` / `only_b` get the names present in one file only.
+std::vector<DiffRow> diff_dumps(const std::string& a, const std::string& b, std::vector<std::string>* only_a = nullptr,
+                                std::vector<std::string>* only_b = nullptr);
+
+}  // namespace gpt

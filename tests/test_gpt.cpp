@@ -1,0 +1,397 @@
+// tests/test_gpt.cpp: the GPT model, its backends, the trainer's pieces (schedule, batches,
+// checkpoints, resume, NaN stop, sampling) and the dump/diff tools.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gpt/model.h"
+#include "gpt/train.h"
+#include "nn/checkpoint.h"
+#include "nn/rng.h"
+#include "tests/test_util.h"
+
+namespace {
+
+gpt::GPTConfig tiny_config(float dropout = 0.0f) {
+  gpt::GPTConfig c;
+  c.vocab_size = 11;
+  c.block_size = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 12;
+  c.dropout = dropout;
+  return c;
+}
+
+void random_tokens(std::vector<int32_t>& v, size_t n, int V, uint64_t seed) {
+  nn::Rng rng(seed);
+  v.resize(n);
+  for (auto& t : v) t = static_cast<int32_t>(rng.below(static_cast<uint32_t>(V)));
+}
+
+// max |a - b| / max |b|
+double rel_err(const float* a, const float* b, int64_t n) {
+  double err = 0.0, scale = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    err = std::max(err, static_cast<double>(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// A small text corpus file with a few dozen distinct characters.
+std::string write_corpus(const testing::TempDir& dir) {
+  std::string text;
+  const char* lines[] = {"First Citizen:\nBefore we proceed any further, hear me speak.\n",
+                         "All:\nSpeak, speak.\n", "First Citizen:\nYou are all resolved rather to die than to famish?\n"};
+  for (int i = 0; i < 40; ++i) text += lines[i % 3];
+  const std::string path = dir.file("corpus.txt");
+  std::ofstream(path) << text;
+  return path;
+}
+
+gpt::TrainOptions tiny_train_options(const testing::TempDir& dir, const std::string& corpus) {
+  gpt::TrainOptions o;
+  o.n_layer = 2;
+  o.n_head = 2;
+  o.n_embd = 16;
+  o.block_size = 16;
+  o.batch_size = 4;
+  o.max_iters = 8;
+  o.warmup_iters = 2;
+  o.eval_interval = 4;
+  o.eval_iters = 2;
+  o.data = corpus;
+  o.out_dir = dir.file("out");
+  o.log = "none";
+  o.quiet = true;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("gpt: parameter slices tile the flat buffer exactly once", "[gpt]") {
+  const gpt::GPTConfig c = tiny_config();
+  const auto slices = gpt::param_slices(c);
+  const int64_t n = gpt::num_parameters(c);
+  std::vector<int> covered(static_cast<size_t>(n), 0);
+  for (const auto& s : slices) {
+    int64_t numel = 1;
+    for (int64_t d : s.shape) numel *= d;
+    REQUIRE(numel == s.numel);
+    for (int64_t i = 0; i < s.numel; ++i) covered[static_cast<size_t>(s.offset + i)] += 1;
+  }
+  REQUIRE(std::all_of(covered.begin(), covered.end(), [](int k) { return k == 1; }));
+  // V C + T C + L (12 C^2 + 13 C) + 2 C  (C = 12: 4 LN vectors, qkv, proj, fc, fcproj)
+  const int64_t C = c.n_embd, L = c.n_layer;
+  CHECK(n == c.vocab_size * C + c.block_size * C + L * (12 * C * C + 13 * C) + 2 * C);
+  CHECK(slices.size() == 2 + 12 * static_cast<size_t>(L) + 2);
+  CHECK(slices[2].name == "h.0.ln_1.weight");
+  CHECK_FALSE(slices[2].decay);
+  CHECK(slices[4].name == "h.0.attn.c_attn.weight");
+  CHECK(slices[4].decay);
+}
+
+TEST_CASE("gpt: bad configs are refused with a reason", "[gpt]") {
+  gpt::GPTConfig c = tiny_config();
+  c.n_head = 5;
+  CHECK_THAT(testing::error_of([&] { gpt::validate(c); }), Catch::Contains("not divisible by n_head"));
+  c = tiny_config();
+  c.dropout = 1.0f;
+  CHECK_THAT(testing::error_of([&] { gpt::validate(c); }), Catch::Contains("dropout"));
+  gpt::GPT m = gpt::gpt_create(tiny_config());
+  auto be = gpt::make_backend("naive");
+  std::vector<int32_t> x(9 * 1, 0);
+  CHECK_THAT(testing::error_of([&] { gpt::gpt_forward(m, *be, x.data(), nullptr, 1, 9); }),
+             Catch::Contains("exceeds the model's block_size"));
+  CHECK_THAT(testing::error_of([&] { gpt::make_backend("gpu"); }), Catch::Contains("choose naive"));
+}
+
+TEST_CASE("gpt: the loss of a fresh model is about log(V)", "[gpt]") {
+  gpt::GPT m = gpt::gpt_create(tiny_config());
+  gpt::gpt_init_weights(m, 7);
+  auto be = gpt::make_backend("naive");
+  std::vector<int32_t> x, y;
+  random_tokens(x, 4 * 8, 11, 1);
+  random_tokens(y, 4 * 8, 11, 2);
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 4, 8);
+  CHECK(m.mean_loss == Approx(std::log(11.0)).epsilon(0.05));
+}
+
+TEST_CASE("gpt: backward matches finite differences of the whole model (float, spot checks)", "[gpt]") {
+  // The ops are checked one by one in double (tests/test_transformer.cpp, test_attention.cpp);
+  // this checks that model.cpp wires them together right: every parameter kind, both layers.
+  gpt::GPT m = gpt::gpt_create(tiny_config());
+  gpt::gpt_init_weights(m, 3);
+  // larger weights than GPT-2's init so every path carries a visible gradient
+  nn::Rng rng(5);
+  for (float& p : m.params_memory) p += rng.normal(0.0f, 0.2f);
+  auto be = gpt::make_backend("naive");
+  std::vector<int32_t> x, y;
+  random_tokens(x, 3 * 6, 11, 11);
+  random_tokens(y, 3 * 6, 11, 12);
+  gpt::gpt_zero_grad(m);
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6);
+  gpt::gpt_backward(m, *be);
+  const std::vector<float> grads = m.grads_memory;
+  int checked = 0;
+  for (const auto& s : m.slices) {
+    for (int k = 0; k < 2; ++k) {
+      const int64_t i = s.offset + static_cast<int64_t>(rng.below(static_cast<uint32_t>(s.numel)));
+      float& p = m.params_memory[static_cast<size_t>(i)];
+      const float saved = p;
+      const float h = 1e-2f;
+      p = saved + h;
+      gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6);
+      const double lp = m.mean_loss;
+      p = saved - h;
+      gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6);
+      const double lm = m.mean_loss;
+      p = saved;
+      const double numeric = (lp - lm) / (2.0 * h);
+      INFO(s.name << "[" << i - s.offset << "] analytic " << grads[static_cast<size_t>(i)] << " numeric " << numeric);
+      CHECK(std::fabs(grads[static_cast<size_t>(i)] - numeric) <= 2e-3 + 0.05 * std::fabs(numeric));
+      ++checked;
+    }
+  }
+  CHECK(checked == 2 * static_cast<int>(m.slices.size()));
+}
+
+TEST_CASE("gpt: naive and cpu backends agree on logits, loss and every gradient", "[gpt][backend]") {
+  for (float dropout : {0.0f, 0.2f}) {
+    gpt::GPTConfig c = tiny_config(dropout);
+    c.n_embd = 20;  // not a multiple of the SIMD width
+    c.block_size = 7;
+    gpt::GPT a = gpt::gpt_create(c);
+    gpt::gpt_init_weights(a, 9);
+    gpt::GPT b = a;
+    auto naive = gpt::make_backend("naive");
+    auto cpu = gpt::make_backend("cpu");
+    std::vector<int32_t> x, y;
+    random_tokens(x, 5 * 7, c.vocab_size, 21);
+    random_tokens(y, 5 * 7, c.vocab_size, 22);
+    for (gpt::GPT* m : {&a, &b}) {
+      gpt::Backend& be = m == &a ? *naive : *cpu;
+      gpt::gpt_zero_grad(*m);
+      gpt::gpt_forward(*m, be, x.data(), y.data(), 5, 7, /*train=*/true, 77);
+      gpt::gpt_backward(*m, be);
+    }
+    INFO("dropout " << dropout);
+    CHECK(b.mean_loss == Approx(a.mean_loss).epsilon(1e-5));
+    const int64_t NV = 5 * 7 * c.vocab_size;
+    CHECK(rel_err(b.acts.logits, a.acts.logits, NV) < 1e-5);
+    for (const auto& s : a.slices) {
+      INFO(s.name);
+      CHECK(rel_err(b.grads_memory.data() + s.offset, a.grads_memory.data() + s.offset, s.numel) < 1e-4);
+    }
+    // and one AdamW step moves both the same way
+    for (gpt::GPT* m : {&a, &b}) {
+      gpt::Backend& be = m == &a ? *naive : *cpu;
+      gpt::gpt_clip_grad_norm(*m, be, 1.0f);
+      gpt::gpt_adamw_step(*m, be, gpt::AdamWConfig{}, 1e-3f);
+    }
+    CHECK(rel_err(b.params_memory.data(), a.params_memory.data(), a.num_params) < 1e-5);
+  }
+}
+
+TEST_CASE("gpt: dropout is off in eval mode and changes the loss in train mode", "[gpt]") {
+  gpt::GPT m = gpt::gpt_create(tiny_config(0.5f));
+  gpt::gpt_init_weights(m, 1);
+  auto be = gpt::make_backend("naive");
+  std::vector<int32_t> x, y;
+  random_tokens(x, 16, 11, 3);
+  random_tokens(y, 16, 11, 4);
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 2, 8, false);
+  const float eval1 = m.mean_loss;
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 2, 8, false);
+  CHECK(m.mean_loss == eval1);
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 2, 8, true, 1);
+  const float train1 = m.mean_loss;
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 2, 8, true, 2);
+  CHECK(train1 != eval1);
+  CHECK(m.mean_loss != train1);
+}
+
+TEST_CASE("gpt: two accumulated half batches give the gradient of the whole batch", "[gpt]") {
+  gpt::GPT whole = gpt::gpt_create(tiny_config());
+  gpt::gpt_init_weights(whole, 4);
+  gpt::GPT halves = whole;
+  auto be = gpt::make_backend("cpu");
+  std::vector<int32_t> x, y;
+  random_tokens(x, 4 * 8, 11, 5);
+  random_tokens(y, 4 * 8, 11, 6);
+  gpt::gpt_zero_grad(whole);
+  gpt::gpt_forward(whole, *be, x.data(), y.data(), 4, 8);
+  gpt::gpt_backward(whole, *be);
+  gpt::gpt_zero_grad(halves);
+  for (int h = 0; h < 2; ++h) {
+    gpt::gpt_forward(halves, *be, x.data() + h * 16, y.data() + h * 16, 2, 8);
+    gpt::gpt_backward(halves, *be, 0.5f);
+  }
+  CHECK(rel_err(halves.grads_memory.data(), whole.grads_memory.data(), whole.num_params) < 1e-5);
+}
+
+TEST_CASE("gpt: learning-rate schedule: warm-up, cosine, floor", "[gpt]") {
+  gpt::TrainOptions o;
+  o.lr = 1e-3f;
+  o.min_lr = 1e-4f;
+  o.warmup_iters = 10;
+  o.max_iters = 110;
+  CHECK(gpt::learning_rate(o, 0) == Approx(1e-4));
+  CHECK(gpt::learning_rate(o, 9) == Approx(1e-3));
+  CHECK(gpt::learning_rate(o, 10) == Approx(1e-3));
+  CHECK(gpt::learning_rate(o, 60) == Approx(5.5e-4));  // halfway down the cosine
+  CHECK(gpt::learning_rate(o, 110) == Approx(1e-4));
+  CHECK(gpt::learning_rate(o, 500) == Approx(1e-4));
+}
+
+TEST_CASE("gpt: batches are seeded, shifted by one, and independent of history", "[gpt]") {
+  std::vector<int32_t> tokens(100);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i);
+  std::vector<int32_t> x1, y1, x2, y2;
+  gpt::get_batch(tokens, 3, 10, 42, 1, 5, x1, y1);
+  gpt::get_batch(tokens, 3, 10, 42, 1, 6, x2, y2);  // another batch in between changes nothing
+  gpt::get_batch(tokens, 3, 10, 42, 1, 5, x2, y2);
+  CHECK(x1 == x2);
+  for (size_t i = 0; i < x1.size(); ++i) CHECK(y1[i] == x1[i] + 1);
+  gpt::get_batch(tokens, 3, 10, 43, 1, 5, x2, y2);
+  CHECK(x1 != x2);
+  CHECK_THAT(testing::error_of([&] { gpt::get_batch(std::vector<int32_t>(5), 1, 10, 1, 1, 0, x1, y1); }),
+             Catch::Contains("needs at least 11"));
+}
+
+TEST_CASE("gpt: checkpoints round-trip and refuse truncated, corrupt and foreign files", "[gpt][checkpoint]") {
+  testing::TempDir dir("gpt-ckpt");
+  gpt::GPT m = gpt::gpt_create(tiny_config());
+  gpt::gpt_init_weights(m, 8);
+  m.m_memory[3] = 0.5f;
+  m.adam_t = 17;
+  const nn::CharVocab vocab = nn::build_vocab("abcdefghij\n");
+  gpt::TrainState st{42, 1.25f, "corpus.txt"};
+  const std::string path = dir.file("c.safetensors");
+  gpt::save_checkpoint(path, m, vocab, st);
+  const gpt::LoadedCheckpoint ck = gpt::load_checkpoint(path);
+  CHECK(ck.model.params_memory == m.params_memory);
+  CHECK(ck.model.m_memory == m.m_memory);
+  CHECK(ck.model.adam_t == 17);
+  CHECK(ck.state.step == 42);
+  CHECK(ck.vocab.chars == vocab.chars);
+  CHECK(ck.has_optimizer);
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  auto bytes = testing::read_bytes(path);
+  testing::write_bytes(dir.file("trunc.safetensors"), std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2)));
+  CHECK_THAT(testing::error_of([&] { gpt::load_checkpoint(dir.file("trunc.safetensors")); }), Catch::Contains("trunc.safetensors"));
+  auto corrupt = bytes;
+  corrupt[corrupt.size() - 5] ^= 0x40;
+  testing::write_bytes(dir.file("corrupt.safetensors"), corrupt);
+  CHECK_THAT(testing::error_of([&] { gpt::load_checkpoint(dir.file("corrupt.safetensors")); }), Catch::Contains("checksum"));
+  // a safetensors file that is not a GPT checkpoint
+  std::vector<nn::Param> params;
+  std::vector<float> w(4, 1.0f);
+  params.push_back({"w", {4}, w.data(), nullptr});
+  nn::save_params(dir.file("other.safetensors"), params);
+  CHECK_THAT(testing::error_of([&] { gpt::load_checkpoint(dir.file("other.safetensors")); }), Catch::Contains("not a GPT checkpoint"));
+  CHECK_THAT(testing::error_of([&] { gpt::load_checkpoint(dir.file("missing.safetensors")); }), Catch::Contains("missing.safetensors"));
+}
+
+TEST_CASE("gpt: a resumed run repeats the uninterrupted run's losses exactly", "[gpt][train]") {
+  testing::TempDir dir("gpt-resume");
+  const std::string corpus = write_corpus(dir);
+  gpt::TrainOptions o = tiny_train_options(dir, corpus);
+  std::ostringstream sink;
+  const gpt::TrainResult full = gpt::train(o, sink);
+  REQUIRE(full.step_losses.size() == 8);
+
+  // the same run interrupted after step 4 (the evaluation there writes last.safetensors),
+  // then resumed from that checkpoint up to step 8; the schedule must stay the 8-step one
+  gpt::TrainOptions cut = o;
+  cut.out_dir = dir.file("cut");
+  cut.max_iters = 4;
+  cut.lr_decay_iters = 8;
+  const gpt::TrainResult part = gpt::train(cut, sink);
+  REQUIRE(part.step_losses.size() == 4);
+  for (size_t i = 0; i < 4; ++i) CHECK(part.step_losses[i] == full.step_losses[i]);
+  gpt::TrainOptions resumed = o;
+  resumed.out_dir = dir.file("resumed");
+  resumed.resume = (std::filesystem::path(cut.out_dir) / "last.safetensors").string();
+  resumed.lr_decay_iters = 8;
+  const gpt::TrainResult rest = gpt::train(resumed, sink);
+  REQUIRE(rest.step_losses.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    INFO("step " << i + 5);
+    CHECK(rest.step_losses[static_cast<size_t>(i)] == full.step_losses[static_cast<size_t>(i) + 4]);
+  }
+  CHECK(rest.final_val_loss == full.final_val_loss);
+}
+
+TEST_CASE("gpt: a NaN loss stops training with a clear message and keeps the good checkpoint", "[gpt][train]") {
+  testing::TempDir dir("gpt-nan");
+  const std::string corpus = write_corpus(dir);
+  gpt::TrainOptions o = tiny_train_options(dir, corpus);
+  o.max_iters = 4;
+  std::ostringstream sink;
+  gpt::train(o, sink);
+  const std::string best = (std::filesystem::path(o.out_dir) / "best.safetensors").string();
+  const auto before = testing::read_bytes(best);
+  // poison the weights of a resumable checkpoint, then resume from it
+  gpt::LoadedCheckpoint ck = gpt::load_checkpoint(best);
+  ck.model.params_memory[5] = std::nanf("");
+  const std::string poisoned = dir.file("poisoned.safetensors");
+  gpt::save_checkpoint(poisoned, ck.model, ck.vocab, ck.state);
+  gpt::TrainOptions r = o;
+  r.resume = poisoned;
+  r.max_iters = 8;
+  const std::string err = testing::error_of([&] { gpt::train(r, sink); });
+  CHECK_THAT(err, Catch::Contains("training loss is nan") && Catch::Contains("training stopped") &&
+                      Catch::Contains("last good checkpoint is " + poisoned));
+  CHECK(testing::read_bytes(best) == before);
+}
+
+TEST_CASE("gpt: sampling is seeded; top-k 1 is greedy; unknown prompt characters are refused", "[gpt]") {
+  gpt::GPT m = gpt::gpt_create(tiny_config());
+  gpt::gpt_init_weights(m, 2);
+  auto be = gpt::make_backend("cpu");
+  const nn::CharVocab vocab = nn::build_vocab("abcdefghij\n");
+  gpt::SampleOptions o;
+  o.prompt = "abc";
+  o.tokens = 20;  // longer than block_size: the context window slides
+  const std::string s1 = gpt::sample(m, *be, vocab, o);
+  CHECK(s1.size() == 20);
+  CHECK(gpt::sample(m, *be, vocab, o) == s1);
+  o.top_k = 1;
+  const std::string topk1 = gpt::sample(m, *be, vocab, o);
+  o.top_k = 0;
+  o.temperature = 0.0f;
+  CHECK(gpt::sample(m, *be, vocab, o) == topk1);
+  o.prompt = "abz";
+  CHECK_THAT(testing::error_of([&] { gpt::sample(m, *be, vocab, o); }), Catch::Contains("'z'"));
+}
+
+TEST_CASE("gpt: dump and diff: identical dumps differ by 0, a changed tensor is named", "[gpt]") {
+  testing::TempDir dir("gpt-dump");
+  gpt::GPT m = gpt::gpt_create(tiny_config());
+  gpt::gpt_init_weights(m, 2);
+  auto be = gpt::make_backend("naive");
+  std::vector<int32_t> x, y;
+  random_tokens(x, 16, 11, 1);
+  random_tokens(y, 16, 11, 2);
+  gpt::gpt_zero_grad(m);
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 2, 8);
+  gpt::gpt_backward(m, *be);
+  gpt::write_dump(dir.file("a.safetensors"), m);
+  m.grads_memory[static_cast<size_t>(m.slices[4].offset)] += 1.0f;
+  gpt::write_dump(dir.file("b.safetensors"), m);
+  const auto same = gpt::diff_dumps(dir.file("a.safetensors"), dir.file("a.safetensors"));
+  REQUIRE(same.size() > 20);
+  for (const auto& r : same) CHECK(r.max_rel_err == 0.0);
+  const auto rows = gpt::diff_dumps(dir.file("a.safetensors"), dir.file("b.safetensors"));
+  for (const auto& r : rows) {
+    INFO(r.name);
+    CHECK((r.max_rel_err > 0.0) == (r.name == "grad." + m.slices[4].name));
+  }
+}
