@@ -16,12 +16,33 @@ check_only=0
 # OpenBLAS (found with pkg-config): only the kernels bench, as the peer it compares with.
 # Data: Fashion-MNIST (IDX files under /usr/share/datasets/fashion-mnist).
 # Notebooks: Debian's Python 3 with nbclient, ipykernel, numpy, matplotlib.
+# The GPT's PyTorch reference (scripts/gpt_torch.py, lessons 07-08): python3-torch, for
+# /usr/bin/python3. Debian builds it with BLAS_INFO=generic: its matmuls call
+# libblas.so.3, which the alternatives system points at OpenBLAS (priority 100) only when
+# an OpenBLAS runtime is installed, and at the reference BLAS of libblas3 (plain loops,
+# many times slower) otherwise. libopenblas0 (which libopenblas-dev also pulls in) is
+# listed so that PyTorch's timings are never taken on the reference BLAS.
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build
-  catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev
+  catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev libopenblas0
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
+  python3-torch
 )
+
+# Says which library libblas.so.3 resolves to; warns unless it is an OpenBLAS (someone
+# may have set the alternative by hand). Only reports: the choice is the admin's.
+check_blas_alternative() {
+  command -v update-alternatives >/dev/null 2>&1 || return 0
+  local name value
+  name=$(update-alternatives --get-selections 2>/dev/null | awk '!found && $1 ~ /^libblas[.]so[.]3/ {print $1; found = 1}')
+  [[ -n "$name" ]] || return 0
+  value=$(update-alternatives --query "$name" 2>/dev/null | awk '/^Value:/ {print $2}')
+  if [[ "$value" != *openblas* ]]; then
+    echo "setup: warning: libblas.so.3 is ${value:-unset}, not OpenBLAS: PyTorch's matmuls will be slow." >&2
+    echo "setup:   fix: sudo update-alternatives --auto $name" >&2
+  fi
+}
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   missing=()
@@ -31,6 +52,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   done
   if [[ ${#missing[@]} -eq 0 ]]; then
     echo "setup: all Debian packages present"
+    check_blas_alternative
     exit 0
   fi
   echo "setup: missing Debian packages: ${missing[*]}"
@@ -47,6 +69,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   "${SUDO[@]}" apt-get update -qq
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
   echo "setup: installed ${missing[*]}"
+  check_blas_alternative
   exit 0
 fi
 
@@ -57,6 +80,7 @@ case "$(uname -s)" in
 setup (macOS): install the tools with Homebrew, then configure with libomp's prefix:
   brew install cmake ninja libomp cli11 catch2 openblas pkg-config python
   python3 -m pip install -r notebooks/requirements.txt
+  python3 -m pip install torch   # optional: the GPT's PyTorch reference (scripts/gpt_torch.py)
   cmake --preset release -DOpenMP_ROOT="$(brew --prefix libomp)"
 Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
 MSG
@@ -64,8 +88,8 @@ MSG
   *)
     cat <<'MSG'
 setup: not a Debian system. Install with your package manager:
-  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel openblas-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel
-  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib openblas python-numpy python-matplotlib python-nbclient python-ipykernel
+  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel openblas-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel python3-torch
+  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib openblas python-numpy python-matplotlib python-nbclient python-ipykernel python-pytorch
 Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
 MSG
     ;;
