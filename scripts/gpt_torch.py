@@ -24,7 +24,9 @@ Subcommands:
         [--json OUT.json]
         ms per training iteration in eager mode, one subprocess per thread setting (the BLAS
         library fixes its thread count when it is loaded), and which BLAS library torch
-        really calls.
+        really calls. OMP_WAIT_POLICY passes through: on a loaded machine torch's OpenMP
+        threads spinning at barriers (the default) make intra=2 several times slower than
+        with OMP_WAIT_POLICY=passive (what scripts/test.sh sets); try both.
 
     /usr/bin/python3 scripts/gpt_torch.py init --out-weights W.safetensors --out-batch BATCH.safetensors
         [--vocab-size 65 --block-size 64 --n-layer 4 --n-head 4 --n-embd 128 --batch-size 4
