@@ -186,6 +186,17 @@ GPT gpt_create(const GPTConfig& config) {
   return m;
 }
 
+void GPT::repoint() {
+  if (!params_memory.empty()) {
+    params = point_params(params_memory.data(), config);
+    grads = point_params(grads_memory.data(), config);
+  }
+  if (!acts_memory.empty() && B > 0) {
+    acts = point_acts(acts_memory.data(), config, B, T, masks_alloc);
+    scratch = point_scratch(scratch_memory.data(), config, B, T);
+  }
+}
+
 void gpt_init_weights(GPT& model, uint64_t seed) {
   nn::Rng rng(seed);
   const float std_residual = 0.02f / std::sqrt(2.0f * static_cast<float>(model.config.n_layer));

@@ -130,7 +130,8 @@ struct AdamWConfig {
   float weight_decay = 0.1f;  // on ParamSlice::decay tensors only
 };
 
-struct GPT {
+// The data of a GPT; GPT below adds copying that re-points the pointer structs.
+struct GPTData {
   GPTConfig config;
   std::vector<ParamSlice> slices;
   int64_t num_params = 0;
@@ -157,6 +158,22 @@ struct GPT {
   std::vector<int32_t> inputs, targets;  // (B, T) copies
   bool have_targets = false;
   float mean_loss = -1.0f;  // -1 when the last forward had no targets
+};
+
+// A copy is a deep copy whose ParameterTensors / ActivationTensors point into ITS buffers
+// (a member-wise copy would leave them pointing into the original's). Moves keep buffers.
+struct GPT : GPTData {
+  GPT() = default;
+  GPT(const GPT& other) : GPTData(other) { repoint(); }
+  GPT& operator=(const GPT& other) {
+    GPTData::operator=(other);
+    repoint();
+    return *this;
+  }
+  GPT(GPT&&) noexcept = default;
+  GPT& operator=(GPT&&) noexcept = default;
+  ~GPT() = default;
+  void repoint();
 };
 
 // Allocates parameters, gradients and AdamW state (zeroed); no activations yet.
