@@ -10,6 +10,7 @@
 
 #include "kernels/matmul.h"
 #include "nn/check.h"
+#include "nn/transformer.h"
 
 namespace nn {
 
@@ -31,17 +32,8 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int B,
       }
     }
   } else {
-    for (int b = 0; b < B; ++b) {
-      const T* x = inp + static_cast<ptrdiff_t>(b) * C;
-      for (int o = 0; o < OC; ++o) {
-        const T* w = weight + static_cast<ptrdiff_t>(o) * C;
-        T sum = bias != nullptr ? bias[o] : T(0);  // y_o = b_o + sum_c x_c w_oc
-        for (int c = 0; c < C; ++c) {
-          sum += x[c] * w[c];
-        }
-        out[static_cast<ptrdiff_t>(b) * OC + o] = sum;
-      }
-    }
+    // the plain loops, one copy for nn/ and gpt/'s naive backend (nn/transformer.h)
+    linear_forward_loops(out, inp, weight, bias, B, C, OC);
   }
 }
 
@@ -56,34 +48,16 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
     }
     // dweight += dout^T * inp
     kernels::sgemm(Trans::Yes, Trans::No, OC, C, B, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+    if (dbias != nullptr) {  // dL/db_o += sum_b dL/dy_bo
+      for (int b = 0; b < B; ++b) {
+        for (int o = 0; o < OC; ++o) {
+          dbias[o] += dout[static_cast<ptrdiff_t>(b) * OC + o];
+        }
+      }
+    }
   } else {
-    for (int b = 0; b < B; ++b) {
-      const T* dy = dout + static_cast<ptrdiff_t>(b) * OC;
-      const T* x = inp + static_cast<ptrdiff_t>(b) * C;
-      if (dinp != nullptr) {
-        T* dx = dinp + static_cast<ptrdiff_t>(b) * C;
-        for (int c = 0; c < C; ++c) {  // dL/dx_c = sum_o dL/dy_o * w_oc
-          T sum = 0;
-          for (int o = 0; o < OC; ++o) {
-            sum += dy[o] * weight[static_cast<ptrdiff_t>(o) * C + c];
-          }
-          dx[c] = sum;
-        }
-      }
-      for (int o = 0; o < OC; ++o) {  // dL/dw_oc += dL/dy_o * x_c
-        T* dw = dweight + static_cast<ptrdiff_t>(o) * C;
-        for (int c = 0; c < C; ++c) {
-          dw[c] += dy[o] * x[c];
-        }
-      }
-    }
-  }
-  if (dbias != nullptr) {  // dL/db_o += sum_b dL/dy_bo
-    for (int b = 0; b < B; ++b) {
-      for (int o = 0; o < OC; ++o) {
-        dbias[o] += dout[static_cast<ptrdiff_t>(b) * OC + o];
-      }
-    }
+    // the plain loops (dbias included), one copy for nn/ and gpt/'s naive backend
+    linear_backward_loops(dinp, dweight, dbias, dout, inp, weight, B, C, OC);
   }
 }
 

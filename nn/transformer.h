@@ -74,7 +74,18 @@ void residual_forward(F* out, const F* a, const F* b, int64_t n);
 // (loops, SIMD, CUDA) draws the same mask for the same seed without sharing an RNG:
 //   u_i = dropout_uniform(seed, i) in [0, 1);  mask_i = u_i < p ? 0 : 1 / (1 - p)
 //   out_i = inp_i * mask_i
-// p in [0, 1). out may alias inp. mask (n) is saved for the backward.
+// p in [0, 1) (nn::Error otherwise); p = 0 gives mask 1 everywhere and out == inp exactly.
+// out may alias inp. mask (n) is saved for the backward.
+//
+// dropout_uniform, bit for bit (all arithmetic on uint64_t, wrapping mod 2^64): output
+// number i of SplitMix64 started at state `seed`, i.e.
+//   z  = seed + (i + 1) * 0x9E3779B97F4A7C15
+//   z  = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+//   z  = (z ^ (z >> 27)) * 0x94D049BB133111EB
+//   z  = z ^ (z >> 31)
+//   u  = (float)(uint32_t)(z >> 40) * 0x1p-24f      the top 24 bits: exact, in [0, 1)
+// The comparison u < p is done in float; the kept scale is F(1) / (F(1) - F(p)) in the
+// op's type F.
 float dropout_uniform(uint64_t seed, uint64_t i);
 template <typename F>
 void dropout_forward(F* out, F* mask, const F* inp, int64_t n, float p, uint64_t seed);
