@@ -6,6 +6,7 @@
 //   nnlab lesson04 [--part train]     convolutional networks; train a CNN on Fashion-MNIST
 //   nnlab lesson05 [--part chars]     recurrent networks: a char model and a plant, BPTT
 //   nnlab lesson06 [--part compare]   LSTM: the same tasks, RNN vs LSTM
+//   nnlab lesson07 [--part loops]     attention: loops, scale, softmax numerics, heads, gradients
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
@@ -26,6 +27,7 @@
 #include "lessons/04-cnn/cnn.h"
 #include "lessons/05-rnn/rnn_lesson.h"
 #include "lessons/06-lstm/lstm_lesson.h"
+#include "lessons/07-attention/attention_lesson.h"
 #include "lessons/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -63,6 +65,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("lesson06", "Lesson 06: LSTM; the same tasks, RNN vs LSTM side by side");
   lesson06::add_options(*lesson06_cmd, lesson06_opts);
 
+  lesson07::Options lesson07_opts;
+  CLI::App* lesson07_cmd = app.add_subcommand(
+      "lesson07", "Lesson 07: attention; causal self-attention in loops, scaled, multi-head, checked");
+  lesson07::add_options(*lesson07_cmd, lesson07_opts);
+
   app::CheckOptions check_opts;
   CLI::App* check_cmd = app.add_subcommand("check", "Check your exercises (exercises/), first failure first");
   app::add_check_options(*check_cmd, check_opts);
@@ -84,7 +91,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -101,6 +108,7 @@ int main(int argc, char** argv) {
     if (*lesson04_cmd) return lesson04::run(lesson04_opts);
     if (*lesson05_cmd) return lesson05::run(lesson05_opts);
     if (*lesson06_cmd) return lesson06::run(lesson06_opts);
+    if (*lesson07_cmd) return lesson07::run(lesson07_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);
     if (*info_cmd) return app::run_info();
