@@ -87,7 +87,7 @@ TEST_CASE("lesson 07: in the hand-made example a query finds the keys like itsel
   REQUIRE(a.att[0] == 1.0);  // the first position can only see itself
 }
 
-TEST_CASE("lesson 07 part scale: var(q.k) ~ hs unscaled and ~1 scaled; unscaled softmax saturates",
+TEST_CASE("lesson 07 part scale: var(q.k) ~ hs unscaled, ~1 scaled, and the unscaled softmax saturates",
           "[lesson07]") {
   double last_maxp = 0.0;
   for (int hs : lesson07::scale_head_sizes()) {
@@ -117,7 +117,8 @@ TEST_CASE("lesson 07 part softmax: the naive softmax overflows in float, the sta
   REQUIRE(std::isnan(naive[0]));
   for (int i = 0; i < 3; ++i) {
     REQUIRE(std::isfinite(stable[i]));
-    REQUIRE(stable[i] == Approx(stable_small[i]).epsilon(1e-6));  // softmax(x + c) = softmax(x)
+    // (1000, 999, 998) = (3, 2, 1) + 997: softmax(x + c) = softmax(x), so the reverse of (1, 2, 3)'s
+    REQUIRE(stable[i] == Approx(stable_small[2 - i]).epsilon(1e-6));
   }
   REQUIRE(stable[0] + stable[1] + stable[2] == Approx(1.0f));
   lesson07::softmax_naive(naive, negative, 3);
@@ -146,7 +147,7 @@ TEST_CASE("lesson 07: every part runs, cross-checks pass, the notebook's files a
   REQUIRE_THAT(js, Catch::Contains("\"NH\": 4"));
 }
 
-TEST_CASE("lesson 07's README quotes what parts scale and loops print, and names its exercise",
+TEST_CASE("lesson 07's README quotes what part scale prints, and names its exercise",
           "[lesson07][docs]") {
   const std::string readme = testing::read_text(std::string(NNLAB_SOURCE_DIR) + "/lessons/07-attention/README.md");
   const lesson07::Options defaults;
