@@ -13,19 +13,19 @@ TEST_CASE("nnlab --help lists every subcommand", "[cli]") {
   const auto r = run_program("nnlab", "--help");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "check", "bench", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "check", "bench", "info"}) {
     REQUIRE_THAT(r.output, Catch::Contains(sub));
   }
 }
 
 TEST_CASE("every subcommand and lesson program answers --help", "[cli]") {
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "check", "bench", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "check", "bench", "info"}) {
     const auto r = run_program("nnlab", std::string(sub) + " --help");
     INFO(sub << ": " << r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, Catch::Contains("--help"));
   }
-  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06"}) {
+  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07"}) {
     const auto r = run_program(prog, "--help");
     INFO(prog << ": " << r.output);
     REQUIRE(r.status == 0);
@@ -64,6 +64,10 @@ TEST_CASE("bad flags and bad values exit non-zero with a message", "[cli]") {
       {"lesson05", "--iters many", "--iters"},
       {"nnlab", "lesson06 --part bogus", "--part"},
       {"lesson06", "--dead-times -5", "--dead-times"},
+      {"nnlab", "lesson07 --part bogus", "--part"},
+      {"lesson07", "--part everything", "--part"},
+      {"nnlab", "lesson07 --keys 1", "--keys"},
+      {"lesson07", "--queries many", "--queries"},
   };
   for (const Case& c : cases) {
     const auto r = run_program(c.program, c.args);
