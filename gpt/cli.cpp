@@ -86,6 +86,15 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   sample_cmd->add_option("--seed", opts.sample.seed, "Seed of the draws")->capture_default_str();
   sample_cmd->add_option("--backend", opts.backend, "naive or cpu")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
 
+  CLI::App* eval_cmd = gpt_cmd->add_subcommand("eval", "Train and val loss of a checkpoint over many batches");
+  eval_cmd->add_option("--checkpoint", opts.checkpoint, "A checkpoint written by `nnlab gpt train`")->required();
+  eval_cmd->add_option("--data", opts.train.data, "The text it was trained on (default: Tiny Shakespeare, else a Debian text)");
+  eval_cmd->add_option("--val-fraction", opts.train.val_fraction, "As in training")->capture_default_str();
+  eval_cmd->add_option("--eval-iters", opts.train.eval_iters, "Batches per split")->check(CLI::Range(1, 1000000))->capture_default_str();
+  eval_cmd->add_option("--batch-size", opts.train.batch_size, "Sequences per batch")->check(CLI::Range(1, 65536))->capture_default_str();
+  eval_cmd->add_option("--seed", opts.train.seed, "Seed of the batches")->capture_default_str();
+  eval_cmd->add_option("--backend", opts.backend, "naive or cpu")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+
   CLI::App* bench_cmd = gpt_cmd->add_subcommand(
       "bench", "Time one training step (ms/iteration) of our backends and of PyTorch eager, same model, same run");
   add_train_flags(*bench_cmd, opts.train);
@@ -289,6 +298,21 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
     LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
     auto be = make_backend(opts.backend);
     std::cout << opts.sample.prompt << sample(ck.model, *be, ck.vocab, opts.sample) << "\n";
+    return 0;
+  }
+  if (gpt_cmd.got_subcommand("eval")) {
+    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
+    const nn::TextCorpus corpus = nn::load_corpus(opts.train.data, opts.train.val_fraction);
+    NN_CHECK(vocab_to_hex(ck.vocab) == vocab_to_hex(corpus.vocab),
+             "checkpoint " << opts.checkpoint << " was trained on another text than " << corpus.path << " (the vocabularies differ)");
+    auto be = make_backend(opts.backend);
+    const int B = opts.train.batch_size, T = ck.model.config.block_size, n = opts.train.eval_iters;
+    // batch streams 2 and 3: the ones training evaluates on (train.cpp), extended to n batches
+    const float tl = evaluate(ck.model, *be, corpus.train, B, T, n, opts.train.seed, 2);
+    const float vl = evaluate(ck.model, *be, corpus.val, B, T, n, opts.train.seed, 3);
+    std::cout << "data: " << corpus.description << "\n" << opts.checkpoint << " (step " << ck.state.step << "): train loss "
+              << fixed(tl, 4) << ", val loss " << fixed(vl, 4) << " over " << n << " batches of " << B << " x " << T
+              << " characters each\n";
     return 0;
   }
   if (gpt_cmd.got_subcommand("bench")) return run_bench(opts);

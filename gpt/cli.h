@@ -2,6 +2,7 @@
 //
 //   nnlab gpt train  [--n-layer 4 ... --config run.toml]   train, evaluate, checkpoint, sample
 //   nnlab gpt sample --checkpoint out/gpt/best.safetensors --prompt "ROMEO:" [--top-k 20]
+//   nnlab gpt eval   --checkpoint C [--eval-iters 200]        train and val loss of a checkpoint
 //   nnlab gpt bench  [--iters 30]                            ms/step naive vs cpu vs PyTorch
 //   nnlab gpt dump   --checkpoint C --text "..." --out F     activations (attention maps) on a text
 //   nnlab gpt diff   a.safetensors b.safetensors             per-tensor max relative error
