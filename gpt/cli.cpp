@@ -63,6 +63,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--log", o.log, "JSON-lines log (default <out-dir>/log.jsonl; 'none': no log)")->group(e);
   app.add_option("--dump-step", o.dump_step, "Write named activations and gradients at this step (1-based)")->group(e);
   app.add_option("--dump-path", o.dump_path, "File for --dump-step (safetensors)")->group(e);
+  app.add_option("--config", o.config, "Read options from this file (`max-iters = 500` lines); flags given here win")
+      ->check(CLI::ExistingFile)->group(t);
   app.add_option("--sample-tokens", o.sample_tokens, "Characters to sample after training (0: none)")->check(CLI::Range(0, 1000000))->capture_default_str()->group(s);
   app.add_option("--prompt", o.prompt, "Text the samples start from")->group(s);
   app.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str()->group(s);
@@ -74,7 +76,6 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   gpt_cmd->require_subcommand(1);
 
   CLI::App* train_cmd = gpt_cmd->add_subcommand("train", "Train a character GPT; evaluate, checkpoint, log, sample");
-  train_cmd->set_config("--config", "", "Read options from a TOML/INI file (`lr = 0.001` lines); flags win");
   add_train_flags(*train_cmd, opts.train);
 
   CLI::App* sample_cmd = gpt_cmd->add_subcommand("sample", "Generate text from a checkpoint");
@@ -118,6 +119,44 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   diff_cmd->add_option("files", opts.diff_files, "Two safetensors dumps")->required()->expected(2)->check(CLI::ExistingFile);
   diff_cmd->add_option("--tolerance", opts.diff_tolerance, "Exit 1 if any shared tensor's error exceeds this (0: never)")->check(CLI::Range(0.0, 1e9));
   return gpt_cmd;
+}
+
+void apply_config_file(CLI::App& app, const std::string& path) {
+  if (path.empty()) return;
+  std::ifstream in(path);
+  NN_CHECK(in.good(), "cannot read the config file " << path);
+  std::string line;
+  int lineno = 0;
+  auto trim = [](std::string v) {
+    const auto b = v.find_first_not_of(" \t\r");
+    const auto e = v.find_last_not_of(" \t\r");
+    return b == std::string::npos ? std::string() : v.substr(b, e - b + 1);
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line = line.substr(0, hash);
+    line = trim(line);
+    if (line.empty() || line.front() == '[') continue;
+    const auto eq = line.find('=');
+    NN_CHECK(eq != std::string::npos, path << ":" << lineno << ": expected `key = value`, got: " << line);
+    std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    while (!key.empty() && key.front() == '-') key.erase(0, 1);
+    std::replace(key.begin(), key.end(), '_', '-');
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    CLI::Option* opt = app.get_option_no_throw("--" + key);
+    NN_CHECK(opt != nullptr && key != "config", path << ":" << lineno << ": unknown option '" << key
+                                                      << "' (see `nnlab gpt " << app.get_name() << " --help`)");
+    if (opt->count() > 0) continue;  // given on the command line: it wins
+    try {
+      opt->add_result(value);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      NN_CHECK(false, path << ":" << lineno << ": " << key << " = " << value << ": " << e.what());
+    }
+  }
 }
 
 double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup) {
@@ -291,6 +330,7 @@ int run_diff(const CliOptions& opts) {
 
 int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
   if (gpt_cmd.got_subcommand("train")) {
+    apply_config_file(*gpt_cmd.get_subcommand("train"), opts.train.config);
     train(opts.train, std::cout);
     return 0;
   }
@@ -315,7 +355,10 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
               << " characters each\n";
     return 0;
   }
-  if (gpt_cmd.got_subcommand("bench")) return run_bench(opts);
+  if (gpt_cmd.got_subcommand("bench")) {
+    apply_config_file(*gpt_cmd.get_subcommand("bench"), opts.train.config);
+    return run_bench(opts);
+  }
   if (gpt_cmd.got_subcommand("dump")) {
     LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
     auto be = make_backend(opts.backend);

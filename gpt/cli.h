@@ -7,7 +7,7 @@
 //   nnlab gpt dump   --checkpoint C --text "..." --out F     activations (attention maps) on a text
 //   nnlab gpt diff   a.safetensors b.safetensors             per-tensor max relative error
 // Every hyper-parameter is a flag, and any flag can come from a config file instead
-// (--config FILE, TOML or INI: `lr = 0.001` lines; flags on the command line win).
+// (--config FILE: `lr = 0.001` lines, see apply_config_file; flags on the command line win).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -44,8 +44,16 @@ struct CliOptions {
   double diff_tolerance = 0.0;  // > 0: exit 1 when a shared tensor's max relative error exceeds it
 };
 
-// Adds the model/optimisation/data flags of TrainOptions to `app` (lesson 08 reuses them).
+// Adds the model/optimisation/data flags of TrainOptions to `app` (lesson 08 reuses them),
+// and --config FILE.
 void add_train_flags(CLI::App& app, TrainOptions& o);
+// Reads the config file of --config (if given) into the flags of `app` that were not given
+// on the command line (the command line wins). Call after parsing. The format is one
+// `key = value` per line, keys the long flag names with or without the dashes
+// (`max-iters = 500` or `max_iters = 500`), `#` comments, blank lines, `[sections]` and
+// quotes around values ignored: TOML and INI files of flat keys read the same.
+// nn::Error naming the file and line for an unknown key or a bad value.
+void apply_config_file(CLI::App& app, const std::string& path);
 // Adds `gpt` and its subcommands to `app`; returns the `gpt` subcommand.
 CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts);
 // Runs whichever subcommand of `gpt` was given; exit status.

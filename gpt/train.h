@@ -51,6 +51,7 @@ struct TrainOptions {
   int dump_step = -1;
   std::string dump_path;
   bool quiet = false;  // no progress bar (tests)
+  std::string config;  // the config file the options were read from (gpt/cli.h)
 };
 
 // nanoGPT's schedule: linear warm-up from lr/warmup to lr over warmup_iters steps, then

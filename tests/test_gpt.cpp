@@ -352,7 +352,7 @@ TEST_CASE("gpt: a NaN loss stops training with a clear message and keeps the goo
   CHECK(testing::read_bytes(best) == before);
 }
 
-TEST_CASE("gpt: sampling is seeded; top-k 1 is greedy; unknown prompt characters are refused", "[gpt]") {
+TEST_CASE("gpt: sampling is seeded: top-k 1 is greedy: unknown prompt characters are refused", "[gpt]") {
   gpt::GPT m = gpt::gpt_create(tiny_config());
   gpt::gpt_init_weights(m, 2);
   auto be = gpt::make_backend("cpu");

@@ -246,7 +246,7 @@ TEST_CASE("progress formatting helpers", "[nn][progress]") {
   REQUIRE(out.find('\r') == std::string::npos);  // not a terminal: plain lines
 }
 
-TEST_CASE("MetricsLog writes one JSON object per line; NaN becomes null", "[nn][progress]") {
+TEST_CASE("MetricsLog writes one JSON object per line: NaN becomes null", "[nn][progress]") {
   const auto path = std::filesystem::temp_directory_path() / "nnlab-test-metrics.jsonl";
   {
     nn::MetricsLog log(path.string());

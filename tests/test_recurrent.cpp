@@ -285,7 +285,7 @@ TEST_CASE("h0 == nullptr (and c0 == nullptr) is a zero initial state", "[recurre
 // Sequence loops == the cells, step by step; dh_norms by hand
 // =======================================================================================
 
-TEST_CASE("rnn_forward/backward equal the cell called step by step; dh_norms by hand (double)",
+TEST_CASE("rnn_forward/backward equal the cell called step by step: dh_norms by hand (double)",
           "[recurrent]") {
   nn::Rng rng(201);
   Problem p(rng, 6, 3, 4, 5, 1);
@@ -331,7 +331,7 @@ TEST_CASE("rnn_forward/backward equal the cell called step by step; dh_norms by 
   require_close(norms, norms_c, 1e-13, 1e-12, "dh_norms");
 }
 
-TEST_CASE("lstm_forward/backward equal the cell called step by step; dh_norms by hand (double)",
+TEST_CASE("lstm_forward/backward equal the cell called step by step: dh_norms by hand (double)",
           "[recurrent]") {
   nn::Rng rng(202);
   Problem p(rng, 6, 3, 4, 5, 4);
@@ -674,7 +674,7 @@ double surviving_fraction(nn::CellType cell, uint64_t seed, int steps) {
 }
 }  // namespace
 
-TEST_CASE("dh_norms show a vanishing gradient in a tanh RNN; the LSTM keeps more",
+TEST_CASE("dh_norms show a vanishing gradient in a tanh RNN: the LSTM keeps more",
           "[recurrent]") {
   // 21 steps: the gradient at the first step has travelled 20 steps back from the loss.
   // Measured (H = 32, B = 4, the layer's U(+-1/sqrt(H)) init, seeds 11..20): the RNN keeps
