@@ -86,7 +86,7 @@ TEST_CASE("a missing dataset is a clear error with a hint, not a crash", "[cli]"
   REQUIRE_THAT(r.output, Catch::Contains("fetch_data.py"));
 }
 
-TEST_CASE("lesson 08: sampling without a checkpoint says to train first, not a crash", "[cli][lesson08]") {
+TEST_CASE("lesson08: sampling without a checkpoint says to train first and does not crash", "[cli][lesson08]") {
   for (const char* prog : {"nnlab", "lesson08"}) {
     const std::string args = std::string(prog) == "nnlab" ? "lesson08 --part sample --checkpoint /nonexistent/nnlab/best.safetensors"
                                                           : "--part sample --out-dir /nonexistent/nnlab-out";

@@ -49,7 +49,7 @@ lesson08::Options tiny_options(const testing::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("lesson 08: the memory table sums to memory_breakdown().total()", "[lesson08]") {
+TEST_CASE("lesson08: the memory table sums to memory_breakdown total", "[lesson08]") {
   gpt::GPTConfig cpu;  // nanoGPT's CPU config with V = 65
   const gpt::GPTConfig gpu = lesson08::nanogpt_gpu_config();
   gpt::GPTConfig with_dropout = cpu;
@@ -76,7 +76,7 @@ TEST_CASE("lesson 08: the memory table sums to memory_breakdown().total()", "[le
   REQUIRE(lesson08::attention_map_floats(cpu, 24, 64) == 2 * lesson08::attention_map_floats(cpu, 12, 64));
 }
 
-TEST_CASE("lesson 08: the FLOPs split adds up to flops_per_token", "[lesson08]") {
+TEST_CASE("lesson08: the FLOPs split adds up to flops_per_token", "[lesson08]") {
   const gpt::GPTConfig c;
   const auto f = lesson08::flops_breakdown(c, 64);
   REQUIRE(f.n_params == gpt::num_parameters(c) - 64 * 128);  // all but wpe
@@ -85,7 +85,7 @@ TEST_CASE("lesson 08: the FLOPs split adds up to flops_per_token", "[lesson08]")
   REQUIRE(std::fabs(f.total() - gpt::flops_per_token(c, 64)) < 1e-6 * f.total());
 }
 
-TEST_CASE("lesson 08: symbolic shapes match the real shapes of every parameter", "[lesson08]") {
+TEST_CASE("lesson08: symbolic shapes match the real shapes of every parameter", "[lesson08]") {
   gpt::GPTConfig c;
   c.vocab_size = 7;
   c.block_size = 5;
@@ -120,7 +120,7 @@ TEST_CASE("lesson 08: symbolic shapes match the real shapes of every parameter",
   }
 }
 
-TEST_CASE("lesson 08 part shapes: every parameter and every activation is listed", "[lesson08]") {
+TEST_CASE("lesson08 part shapes: every parameter and every activation is listed", "[lesson08]") {
   testing::TempDir dir("lesson08-shapes");
   const lesson08::Options o = tiny_options(dir);
   std::string text;
@@ -151,7 +151,7 @@ TEST_CASE("lesson 08 part shapes: every parameter and every activation is listed
   REQUIRE_THAT(text, Catch::Contains("loss = "));
 }
 
-TEST_CASE("lesson 08 parts memory and flops print their tables", "[lesson08]") {
+TEST_CASE("lesson08 parts memory and flops print their tables", "[lesson08]") {
   testing::TempDir dir("lesson08-memory");
   const lesson08::Options o = tiny_options(dir);
   testing::CaptureCout capture;
@@ -165,8 +165,7 @@ TEST_CASE("lesson 08 parts memory and flops print their tables", "[lesson08]") {
   }
 }
 
-TEST_CASE("lesson 08: train a tiny model, then sample from its checkpoint; no checkpoint is a clear error",
-          "[lesson08]") {
+TEST_CASE("lesson08: train a tiny model and sample from its checkpoint (a missing one is a clear error)", "[lesson08]") {
   testing::TempDir dir("lesson08-train");
   lesson08::Options o = tiny_options(dir);
   o.checkpoint = dir.file("missing.safetensors");
