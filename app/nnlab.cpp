@@ -7,7 +7,8 @@
 //   nnlab lesson05 [--part chars]     recurrent networks: a char model and a plant, BPTT
 //   nnlab lesson06 [--part compare]   LSTM: the same tasks, RNN vs LSTM
 //   nnlab lesson07 [--part loops]     attention: loops, scale, softmax numerics, heads, gradients
-//   nnlab gpt <train|sample|bench|diff>  the GPT trainer and sampler (lessons 07-08)
+//   nnlab lesson08 [--part train]     the GPT: shapes, memory, FLOPs; train and sample
+//   nnlab gpt <train|sample|eval|bench|dump|diff>  the GPT trainer and sampler (lessons 07-08)
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
@@ -30,6 +31,7 @@
 #include "lessons/05-rnn/rnn_lesson.h"
 #include "lessons/06-lstm/lstm_lesson.h"
 #include "lessons/07-attention/attention_lesson.h"
+#include "lessons/08-gpt/gpt_lesson.h"
 #include "lessons/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -72,6 +74,11 @@ int main(int argc, char** argv) {
       "lesson07", "Lesson 07: attention; causal self-attention in loops, scaled, multi-head, checked");
   lesson07::add_options(*lesson07_cmd, lesson07_opts);
 
+  lesson08::Options lesson08_opts;
+  CLI::App* lesson08_cmd = app.add_subcommand(
+      "lesson08", "Lesson 08: the GPT; every shape, the memory, the FLOPs; train and sample");
+  lesson08::add_options(*lesson08_cmd, lesson08_opts);
+
   gpt::CliOptions gpt_opts;
   CLI::App* gpt_cmd = gpt::add_gpt_command(app, gpt_opts);
 
@@ -96,7 +103,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, gpt, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, gpt, check, bench, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -114,6 +121,7 @@ int main(int argc, char** argv) {
     if (*lesson05_cmd) return lesson05::run(lesson05_opts);
     if (*lesson06_cmd) return lesson06::run(lesson06_opts);
     if (*lesson07_cmd) return lesson07::run(lesson07_opts);
+    if (*lesson08_cmd) return lesson08::run(lesson08_opts);
     if (*gpt_cmd) return gpt::run_gpt_command(*gpt_cmd, gpt_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);

@@ -13,19 +13,19 @@ TEST_CASE("nnlab --help lists every subcommand", "[cli]") {
   const auto r = run_program("nnlab", "--help");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "check", "bench", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "check", "bench", "info"}) {
     REQUIRE_THAT(r.output, Catch::Contains(sub));
   }
 }
 
 TEST_CASE("every subcommand and lesson program answers --help", "[cli]") {
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "check", "bench", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "check", "bench", "info"}) {
     const auto r = run_program("nnlab", std::string(sub) + " --help");
     INFO(sub << ": " << r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, Catch::Contains("--help"));
   }
-  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07"}) {
+  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08"}) {
     const auto r = run_program(prog, "--help");
     INFO(prog << ": " << r.output);
     REQUIRE(r.status == 0);
@@ -68,6 +68,9 @@ TEST_CASE("bad flags and bad values exit non-zero with a message", "[cli]") {
       {"lesson07", "--part everything", "--part"},
       {"nnlab", "lesson07 --keys 1", "--keys"},
       {"lesson07", "--queries many", "--queries"},
+      {"nnlab", "lesson08 --part bogus", "--part"},
+      {"nnlab", "lesson08 --n-head 0", "--n-head"},
+      {"lesson08", "--flops-iters 0", "--flops-iters"},
   };
   for (const Case& c : cases) {
     const auto r = run_program(c.program, c.args);
@@ -85,6 +88,19 @@ TEST_CASE("a missing dataset is a clear error with a hint, not a crash", "[cli]"
   REQUIRE_THAT(r.output, Catch::StartsWith("error: ") || Catch::Contains("\nerror: "));
   REQUIRE_THAT(r.output, Catch::Contains("/nonexistent/nnlab-data"));
   REQUIRE_THAT(r.output, Catch::Contains("fetch_data.py"));
+}
+
+TEST_CASE("lesson08: sampling without a checkpoint says to train first and does not crash", "[cli][lesson08]") {
+  for (const char* prog : {"nnlab", "lesson08"}) {
+    const std::string args = std::string(prog) == "nnlab" ? "lesson08 --part sample --checkpoint /nonexistent/nnlab/best.safetensors"
+                                                          : "--part sample --out-dir /nonexistent/nnlab-out";
+    const auto r = run_program(prog, args);
+    INFO(prog << " " << args << " -> status " << r.status << ":\n" << r.output);
+    REQUIRE(r.status == 1);
+    REQUIRE_THAT(r.output, Catch::StartsWith("error: ") || Catch::Contains("\nerror: "));
+    REQUIRE_THAT(r.output, Catch::Contains("/nonexistent/nnlab"));
+    REQUIRE_THAT(r.output, Catch::Contains("run `nnlab lesson08 --part train` first"));
+  }
 }
 
 TEST_CASE("a corrupt dataset file is a clear error, not a crash", "[cli]") {

@@ -1,0 +1,185 @@
+// Lesson 08: the lesson's tables agree with gpt/ (memory, FLOPs), the shapes part lists every
+// parameter and activation, and train -> sample works end to end on a tiny model.
+#include <catch2/catch.hpp>
+
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gpt/model.h"
+#include "lessons/08-gpt/gpt_lesson.h"
+#include "nn/rng.h"
+#include "nn/text.h"
+#include "tests/test_util.h"
+
+namespace {
+
+// A small corpus and options for a model that trains in well under a second.
+std::string write_corpus(const testing::TempDir& dir) {
+  std::string text;
+  nn::Rng rng(8);
+  const char* words[] = {"ROMEO: ", "speak ", "love, ", "night.\n", "JULIET: "};
+  while (text.size() < 6000) text += words[rng.below(5)];
+  const std::string path = dir.file("corpus.txt");
+  std::ofstream(path) << text;
+  return path;
+}
+
+lesson08::Options tiny_options(const testing::TempDir& dir) {
+  lesson08::Options o;
+  o.train.data = write_corpus(dir);
+  o.train.n_layer = 2;
+  o.train.n_head = 2;
+  o.train.n_embd = 16;
+  o.train.block_size = 16;
+  o.train.batch_size = 4;
+  o.train.max_iters = 6;
+  o.train.warmup_iters = 2;
+  o.train.eval_interval = 3;
+  o.train.eval_iters = 2;
+  o.train.sample_tokens = 20;
+  o.train.prompt = "ROMEO";
+  o.train.out_dir = dir.file("out");
+  o.train.quiet = true;
+  o.flops_iters = 1;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("lesson08: the memory table sums to memory_breakdown total", "[lesson08]") {
+  gpt::GPTConfig cpu;  // nanoGPT's CPU config with V = 65
+  const gpt::GPTConfig gpu = lesson08::nanogpt_gpu_config();
+  gpt::GPTConfig with_dropout = cpu;
+  with_dropout.dropout = 0.1f;
+  struct Case {
+    gpt::GPTConfig c;
+    int B, T;
+  };
+  for (const Case& k : {Case{cpu, 12, 64}, Case{gpu, 64, 256}, Case{with_dropout, 3, 17}, Case{cpu, 1, 1}}) {
+    const auto rows = lesson08::memory_table(k.c, k.B, k.T);
+    int64_t sum = 0;
+    for (const auto& r : rows) {
+      REQUIRE(r.bytes > 0);
+      sum += r.bytes;
+    }
+    INFO("B=" << k.B << " T=" << k.T << " C=" << k.c.n_embd);
+    REQUIRE(sum == gpt::memory_breakdown(k.c, k.B, k.T).total());
+  }
+  // the lesson's numbers for the running example: 809,856 parameters, 4 copies of them
+  REQUIRE(gpt::num_parameters(cpu) == 809856);
+  REQUIRE(lesson08::memory_table(cpu, 12, 64)[0].bytes == 809856 * 4);
+  // attention maps: 2 L B NH T^2 floats, so doubling T quadruples them
+  REQUIRE(lesson08::attention_map_floats(cpu, 12, 128) == 4 * lesson08::attention_map_floats(cpu, 12, 64));
+  REQUIRE(lesson08::attention_map_floats(cpu, 24, 64) == 2 * lesson08::attention_map_floats(cpu, 12, 64));
+}
+
+TEST_CASE("lesson08: the FLOPs split adds up to flops_per_token", "[lesson08]") {
+  const gpt::GPTConfig c;
+  const auto f = lesson08::flops_breakdown(c, 64);
+  REQUIRE(f.n_params == gpt::num_parameters(c) - 64 * 128);  // all but wpe
+  REQUIRE(f.dense == 6.0 * static_cast<double>(f.n_params));
+  REQUIRE(f.attention == 12.0 * 4 * 4 * 32 * 64);
+  REQUIRE(std::fabs(f.total() - gpt::flops_per_token(c, 64)) < 1e-6 * f.total());
+}
+
+TEST_CASE("lesson08: symbolic shapes match the real shapes of every parameter", "[lesson08]") {
+  gpt::GPTConfig c;
+  c.vocab_size = 7;
+  c.block_size = 5;
+  c.n_layer = 2;
+  c.n_head = 3;
+  c.n_embd = 6;
+  // substitute the letters and compare with the slice's shape
+  auto eval = [&](const std::string& sym) {
+    std::vector<int64_t> out;
+    std::string part;
+    for (char ch : sym.substr(1, sym.size() - 2) + ",") {
+      if (ch == ' ') continue;
+      if (ch != ',') {
+        part += ch;
+        continue;
+      }
+      int64_t mult = 1;
+      std::string letter = part;
+      if (!part.empty() && std::isdigit(static_cast<unsigned char>(part[0]))) {
+        mult = part[0] - '0';
+        letter = part.substr(1);
+      }
+      const int64_t v = letter == "V" ? c.vocab_size : letter == "maxT" ? c.block_size : letter == "C" ? c.n_embd : -1;
+      out.push_back(mult * v);
+      part.clear();
+    }
+    return out;
+  };
+  for (const auto& s : gpt::param_slices(c)) {
+    INFO(s.name << " " << lesson08::symbolic_shape(s.name));
+    REQUIRE(eval(lesson08::symbolic_shape(s.name)) == s.shape);
+  }
+}
+
+TEST_CASE("lesson08 part shapes: every parameter and every activation is listed", "[lesson08]") {
+  testing::TempDir dir("lesson08-shapes");
+  const lesson08::Options o = tiny_options(dir);
+  std::string text;
+  {
+    testing::CaptureCout capture;
+    REQUIRE(lesson08::run_shapes_part(o) == 0);
+    text = capture.text();
+  }
+  INFO(text);
+  // the same model and batch, to know what must be there
+  const nn::TextCorpus corpus = nn::load_corpus(o.train.data, o.train.val_fraction);
+  const gpt::GPTConfig cfg = lesson08::config_from(o.train, corpus.vocab.size());
+  for (const auto& s : gpt::param_slices(cfg)) REQUIRE_THAT(text, Catch::Contains("  " + s.name + " "));
+  gpt::GPT model = gpt::gpt_create(cfg);
+  gpt::gpt_init_weights(model, 1);
+  std::vector<int32_t> x(static_cast<size_t>(o.train.batch_size * cfg.block_size), 0);
+  gpt::gpt_forward(model, *gpt::make_backend("naive"), x.data(), x.data(), o.train.batch_size, cfg.block_size);
+  const auto views = gpt::activation_views(model);
+  REQUIRE(views.size() == static_cast<size_t>(1 + 11 * cfg.n_layer + 4));
+  size_t last = 0;
+  for (const auto& v : views) {
+    const size_t at = text.find("  " + v.name + " ", last);
+    INFO(v.name);
+    REQUIRE(at != std::string::npos);  // present, and after the one before it (forward order)
+    last = at;
+  }
+  REQUIRE_THAT(text, Catch::Contains("(B, NH, T, T)"));
+  REQUIRE_THAT(text, Catch::Contains("loss = "));
+}
+
+TEST_CASE("lesson08 parts memory and flops print their tables", "[lesson08]") {
+  testing::TempDir dir("lesson08-memory");
+  const lesson08::Options o = tiny_options(dir);
+  testing::CaptureCout capture;
+  REQUIRE(lesson08::run_memory_part(o) == 0);
+  REQUIRE(lesson08::run_flops_part(o) == 0);
+  const std::string text = capture.text();
+  INFO(text);
+  for (const char* s : {"AdamW m", "attention maps", "nanoGPT's GPU config", "QUADRUPLES", "6N", "12 L H Q T", "MFU",
+                        "100% MFU"}) {
+    REQUIRE_THAT(text, Catch::Contains(s));
+  }
+}
+
+TEST_CASE("lesson08: train a tiny model and sample from its checkpoint (a missing one is a clear error)", "[lesson08]") {
+  testing::TempDir dir("lesson08-train");
+  lesson08::Options o = tiny_options(dir);
+  o.checkpoint = dir.file("missing.safetensors");
+  const std::string err = testing::error_of([&] { lesson08::run_sample_part(o); });
+  REQUIRE_THAT(err, Catch::Contains("run `nnlab lesson08 --part train` first"));
+  REQUIRE_THAT(err, Catch::Contains("missing.safetensors"));
+
+  o.checkpoint.clear();  // <out-dir>/best.safetensors
+  testing::CaptureCout capture;
+  REQUIRE(lesson08::run_train_part(o) == 0);
+  REQUIRE(lesson08::run_sample_part(o) == 0);
+  const std::string text = capture.text();
+  INFO(text);
+  for (const char* s : {"temperature 0.5", "temperature 0.8", "temperature 1.0", "top-k 10"}) {
+    REQUIRE_THAT(text, Catch::Contains(s));
+  }
+}
