@@ -102,50 +102,48 @@ for row, r in enumerate(runs):
         else:
             ax.axis("off")
 plt.tight_layout(); plt.show()'''),
-md('''## 3. Attention maps of a trained model (from lesson 08)
+md('''## 3. Attention maps of a trained model on a real line of text
 
-**Placeholder.** The maps of a *trained* GPT on a real line of text come from lesson 08's
-trainer (`nnlab lesson08`, not written yet): a future command will run a trained checkpoint
-on one line and write its attention probabilities to `att_maps.json`. Until then this cell
-only looks for that file and says where it looked; it shows nothing it did not read.
-
-The format the cell expects (lesson 08 should write exactly this):
-
-```json
-{"text": "the line of text",
- "tokens": ["the", " line", ...],                   // T token strings, as decoded
- "layers": [{"heads": [[[...T floats...], ...T rows], ...NH heads]}, ...L layers]}
-```
-
-`layers[l]["heads"][h][t][t2]` is the probability that query `t` puts on key `t2` in head
-`h` of layer `l` (0 for `t2 > t`). It looks in `$NNLAB_ATT_MAPS`, then
-`out/lesson08/att_maps.json` in the source tree, then `lesson08-run/att_maps.json` here.'''),
-code('''candidates = [os.environ.get("NNLAB_ATT_MAPS", ""),
-              os.path.join(src, "out", "lesson08", "att_maps.json"),
-              os.path.abspath(os.path.join("lesson08-run", "att_maps.json"))]
-found = next((p for p in candidates if p and os.path.isfile(p)), None)
-if found is None:
-    print("No att_maps.json yet: the trained model's attention maps come from lesson 08 (nnlab lesson08,")
-    print("not built yet). Looked in:")
-    for p in candidates:
-        if p:
-            print("   ", p)
-else:
-    maps = json.load(open(found))
-    toks = maps["tokens"]
-    layers = maps["layers"]
-    nh = max(len(l["heads"]) for l in layers)
-    show_heads = min(nh, 6)
-    print(f"{found}: {len(layers)} layers x {nh} heads on {len(toks)} tokens: {maps.get('text', '')!r}")
-    fig, axes = plt.subplots(len(layers), show_heads, figsize=(2.8 * show_heads, 2.8 * len(layers)), squeeze=False)
-    for l, layer in enumerate(layers):
-        for h in range(show_heads):
-            ax = axes[l][h]
-            if h < len(layer["heads"]):
-                heatmap(ax, layer["heads"][h], toks, f"layer {l}, head {h}")
-            else:
-                ax.axis("off")
-    plt.tight_layout(); plt.show()'''),
+The toy examples above were hand-made. Here a GPT trained on Tiny Shakespeare (lesson 08's
+trainer) reads one line, and `nnlab gpt dump` writes every named activation of that forward
+pass, among them `h.<layer>.att`, the softmax rows of every head, to a safetensors file.
+The cell uses the checkpoint of `bash scripts/run.sh` (`out/gpt/best.safetensors`) or of
+`scripts/bench_lesson08.sh` when one exists; otherwise (and in quick mode) it trains a
+small model for a few seconds, so the maps are those of a barely trained model: expect
+mostly "look at the previous character" and "spread over the recent past" patterns.
+Look for heads that attend to the start of the word, to the last space or newline, to the
+same character earlier in the line.'''),
+code('''import sys
+sys.path.insert(0, os.path.join(src, "notebooks"))
+from gpt_helpers import read_safetensors, plot_attention_grid
+line = "ROMEO:\\nBut soft, what light through yonder window breaks?"
+ckpts = [os.path.join(src, "out", "gpt", "best.safetensors"),
+         os.path.join(src, "out", "bench-lesson08", "run", "best.safetensors")]
+ckpt = None if quick else next((p for p in ckpts if os.path.isfile(p)), None)
+if ckpt is None:
+    small_dir = os.path.abspath("lesson07-gpt")
+    os.makedirs(small_dir, exist_ok=True)
+    cands = [os.path.join(src, "data", "tinyshakespeare", "input.txt"),
+             os.path.join(src, "..", "shared", "data", "tinyshakespeare.txt"), "/usr/share/common-licenses/GPL-3"]
+    source = next(p for p in cands if os.path.isfile(p))
+    corpus = os.path.join(small_dir, "small.txt")
+    open(corpus, "w").write(open(source, encoding="utf-8", errors="replace").read()[:40000])
+    cmd = [nnlab, "gpt", "train", "--data", corpus, "--out-dir", small_dir, "--n-layer", "2", "--n-head", "4",
+           "--n-embd", "32", "--block-size", "64", "--batch-size", "8", "--max-iters", "60" if quick else "300",
+           "--eval-interval", "60", "--eval-iters", "2", "--log", "none"]
+    print(" ".join(cmd)); r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    print("\\n".join(l for l in r.stdout.splitlines() if not l.startswith("train "))[-800:])
+    ckpt = os.path.join(small_dir, "best.safetensors")
+    if "common-licenses" in source:
+        line = "This program is free software: you can redistribute it"
+dump = os.path.abspath("lesson07-attention.safetensors")
+r = subprocess.run([nnlab, "gpt", "dump", "--checkpoint", ckpt, "--text", line, "--out", dump], capture_output=True, text=True)
+assert r.returncode == 0, r.stdout + r.stderr
+print(ckpt); print(r.stdout)
+acts, _ = read_safetensors(dump)
+fig = plot_attention_grid(acts, line[:-1], size=3.0)
+plt.show()'''),
 md('''## Questions
 
 1. In the scale plot, the unscaled variance follows the dotted line `hs`. What would it follow
