@@ -13,7 +13,7 @@
 //     run (fixed reduction order whatever the thread count), so resumed training repeats
 //     an uninterrupted run exactly;
 //   - each op's meaning is its nn/ reference's (linked in each comment); a backend agrees
-//     with naive to float rounding (tests/test_gpt_backends.cpp).
+//     with naive to float rounding (tests/test_gpt_cpu_backend.cpp op by op, tests/test_gpt.cpp for the whole model).
 #pragma once
 
 #include <cstdint>

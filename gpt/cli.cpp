@@ -15,10 +15,6 @@
 #include "nn/check.h"
 #include "nn/rng.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #ifndef NNLAB_TORCH_PYTHON
 #define NNLAB_TORCH_PYTHON ""
 #endif
@@ -225,12 +221,7 @@ std::string json_string(const std::string& json, const std::string& key) {
 int run_bench(const CliOptions& opts) {
   const TrainOptions& o = opts.train;
   const BenchOptions& b = opts.bench;
-#ifdef _OPENMP
-  if (o.threads > 0) omp_set_num_threads(o.threads);
-  const int threads = omp_get_max_threads();
-#else
-  const int threads = 1;
-#endif
+  const int threads = use_threads(o.threads);
   std::cout << "GPT training step (forward, backward, clip, AdamW): " << o.n_layer << " layers, " << o.n_head
             << " heads, " << o.n_embd << " wide, context " << o.block_size << ", batch " << o.batch_size
             << ", vocabulary 65; " << threads << " threads; median of " << b.iters << " after " << b.warmup << " warm-up\n";

@@ -281,17 +281,22 @@ std::vector<DiffRow> diff_dumps(const std::string& a, const std::string& b, std:
 
 // ---- training --------------------------------------------------------------------------------
 
+int use_threads(int threads) {
+#ifdef _OPENMP
+  if (threads > 0) omp_set_num_threads(threads);
+  return omp_get_max_threads();
+#else
+  (void)threads;
+  return 1;
+#endif
+}
+
 TrainResult train(const TrainOptions& o, std::ostream& os) {
   NN_CHECK(o.batch_size >= 1 && o.grad_accum >= 1 && o.max_iters >= 0 && o.eval_interval >= 1 && o.eval_iters >= 1,
            "batch_size, grad_accum, eval_interval and eval_iters must be >= 1 and max_iters >= 0");
   NN_CHECK(o.lr > 0.0f && o.min_lr >= 0.0f && o.min_lr <= o.lr,
            "learning rates: need lr > 0 and 0 <= min_lr <= lr, got lr=" << o.lr << " min_lr=" << o.min_lr);
-#ifdef _OPENMP
-  if (o.threads > 0) omp_set_num_threads(o.threads);
-  const int threads = omp_get_max_threads();
-#else
-  const int threads = 1;
-#endif
+  const int threads = use_threads(o.threads);
   auto be = make_backend(o.backend);
 
   // data

@@ -108,6 +108,9 @@ struct SampleOptions {
 std::string sample(GPT& model, Backend& be, const nn::CharVocab& vocab, const SampleOptions& o);
 
 // ---- training ------------------------------------------------------------------------------
+// Sets the OpenMP thread count when threads > 0; returns the count in use (1 without OpenMP).
+int use_threads(int threads);
+
 struct TrainResult {
   int steps = 0;
   float final_train_loss = 0.0f;  // last evaluation
