@@ -125,9 +125,9 @@ void layernorm_row(float* y, float* mean_out, float* rstd_out, const float* x, c
   int c = 0;
   for (; c + W <= C; c += W) {
     const reg xhat = V::mul(V::sub(V::load(x + c), vm), vs);
-    V::store(y + c, V::fma(xhat, V::load(weight + c), V::load(bias + c)));
+    V::store(y + c, V::fma(xhat, V::load(weight + c), bias != nullptr ? V::load(bias + c) : V::zero()));
   }
-  for (; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  for (; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + (bias != nullptr ? bias[c] : 0.0f);
   *mean_out = m;
   *rstd_out = s;
 }
@@ -335,7 +335,7 @@ class CpuBackend final : public Backend {
         sb += part[static_cast<ptrdiff_t>(k) * 2 * C + C + c];
       }
       dweight[c] += sw;
-      dbias[c] += sb;
+      if (dbias != nullptr) dbias[c] += sb;
     }
   }
 

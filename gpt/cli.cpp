@@ -33,6 +33,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--n-embd", o.n_embd, "Channels C")->check(CLI::Range(1, 65536))->capture_default_str()->group(m);
   app.add_option("--block-size", o.block_size, "Context length T (characters the model sees)")->check(CLI::Range(1, 65536))->capture_default_str()->group(m);
   app.add_option("--dropout", o.dropout, "Dropout probability in training")->check(CLI::Range(0.0, 0.99))->capture_default_str()->group(m);
+  app.add_option("--bias", o.bias, "Biases in the Linear and LayerNorm layers (true: GPT-2; false: nanoGPT's Shakespeare config)")
+      ->capture_default_str()->group(m);
   app.add_option("--data", o.data, "Text file to train on (default: Tiny Shakespeare, else a Debian text)")->group(d);
   app.add_option("--val-fraction", o.val_fraction, "Fraction of the text held out for validation (the end)")->check(CLI::Range(0.01, 0.5))->capture_default_str()->group(d);
   app.add_option("--batch-size", o.batch_size, "Sequences per micro-batch B")->check(CLI::Range(1, 65536))->capture_default_str()->group(t);
@@ -164,6 +166,7 @@ double time_train_step(const TrainOptions& o, const std::string& backend, int it
   c.n_head = o.n_head;
   c.n_embd = o.n_embd;
   c.dropout = o.dropout;
+  c.bias = o.bias;
   GPT model = gpt_create(c);
   gpt_init_weights(model, o.seed);
   const int B = o.batch_size, T = o.block_size;

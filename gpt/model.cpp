@@ -20,9 +20,14 @@ using i64 = int64_t;
 // Element counts of the 16 parameter tensors, in ParameterTensors order.
 std::array<i64, kNumParamTensors> param_sizes(const GPTConfig& c) {
   const i64 V = c.vocab_size, maxT = c.block_size, L = c.n_layer, C = c.n_embd;
-  return {V * C,         maxT * C,  L * C,  L * C,  L * 3 * C * C, L * 3 * C, L * C * C, L * C,
-          L * C,         L * C,     L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+  const i64 b = c.bias ? 1 : 0;  // bias tensors are empty without biases
+  return {V * C,     maxT * C, L * C,         b * L * C,     L * 3 * C * C, b * L * 3 * C, L * C * C, b * L * C,
+          L * C,     b * L * C, L * 4 * C * C, b * L * 4 * C, L * C * 4 * C, b * L * C,     C,         b * C};
 }
+
+// p + offset, or nullptr for an absent (bias) tensor
+inline float* at(float* p, i64 offset) { return p != nullptr ? p + offset : nullptr; }
+inline const float* at(const float* p, i64 offset) { return p != nullptr ? p + offset : nullptr; }
 
 // Points the 16 members of ParameterTensors into `base`, in order.
 ParameterTensors point_params(float* base, const GPTConfig& c) {
@@ -32,8 +37,9 @@ ParameterTensors point_params(float* base, const GPTConfig& c) {
                                     &p.fcprojw,  &p.fcprojb,  &p.lnfw, &p.lnfb};
   const auto sizes = param_sizes(c);
   for (int i = 0; i < kNumParamTensors; ++i) {
-    *ptrs[i] = base;
-    base += sizes[static_cast<size_t>(i)];
+    const i64 n = sizes[static_cast<size_t>(i)];
+    *ptrs[i] = n > 0 ? base : nullptr;
+    base += n;
   }
   return p;
 }
@@ -137,6 +143,7 @@ std::vector<ParamSlice> param_slices(const GPTConfig& c) {
   const i64 V = c.vocab_size, maxT = c.block_size, L = c.n_layer, C = c.n_embd;
   std::vector<ParamSlice> out;
   auto add = [&](const std::string& name, int kind, std::vector<i64> shape, i64 index) {
+    if (sizes[static_cast<size_t>(kind)] == 0) return;  // an absent bias
     i64 numel = 1;
     for (i64 d : shape) numel *= d;
     out.push_back({name, std::move(shape), offsets[static_cast<size_t>(kind)] + index * numel, numel,
@@ -266,20 +273,20 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
     float* residual3 = A.residual3 + l * NC;
 
     // attention branch: x + proj(attention(LN1(x)))
-    be.matmul_forward(qkv, ln1, P.qkvw + static_cast<i64>(l) * 3 * C * C, P.qkvb + static_cast<i64>(l) * 3 * C,
+    be.matmul_forward(qkv, ln1, P.qkvw + static_cast<i64>(l) * 3 * C * C, at(P.qkvb, static_cast<i64>(l) * 3 * C),
                       Ni, C, 3 * C);
     be.attention_forward(atty, preatt, att, qkv, B, T, C, NH);
-    be.matmul_forward(attproj, atty, P.attprojw + static_cast<i64>(l) * C * C, P.attprojb + static_cast<i64>(l) * C,
+    be.matmul_forward(attproj, atty, P.attprojw + static_cast<i64>(l) * C * C, at(P.attprojb, static_cast<i64>(l) * C),
                       Ni, C, C);
     if (drop) be.dropout_forward(attproj, A.attproj_mask + l * NC, attproj, NC, p, site_seed(dropout_seed, 1 + 2 * l));
     be.residual_layernorm_forward(residual2, ln2, A.ln2_mean + l * N, A.ln2_rstd + l * N, residual, attproj,
-                                  P.ln2w + static_cast<i64>(l) * C, P.ln2b + static_cast<i64>(l) * C, Ni, C);
+                                  P.ln2w + static_cast<i64>(l) * C, at(P.ln2b, static_cast<i64>(l) * C), Ni, C);
 
     // MLP branch: x + fcproj(gelu(fc(LN2(x))))
     be.matmul_gelu_forward(fch, fch_gelu, ln2, P.fcw + static_cast<i64>(l) * 4 * C * C,
-                           P.fcb + static_cast<i64>(l) * 4 * C, Ni, C, 4 * C);
+                           at(P.fcb, static_cast<i64>(l) * 4 * C), Ni, C, 4 * C);
     be.matmul_forward(fcproj, fch_gelu, P.fcprojw + static_cast<i64>(l) * C * 4 * C,
-                      P.fcprojb + static_cast<i64>(l) * C, Ni, 4 * C, C);
+                      at(P.fcprojb, static_cast<i64>(l) * C), Ni, 4 * C, C);
     if (drop) be.dropout_forward(fcproj, A.fcproj_mask + l * NC, fcproj, NC, p, site_seed(dropout_seed, 2 + 2 * l));
 
     // the second residual add, fused with the next LayerNorm (the next layer's ln1, or ln_f)
@@ -288,7 +295,7 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
     float* next_mean = last ? A.lnf_mean : A.ln1_mean + (l + 1) * N;
     float* next_rstd = last ? A.lnf_rstd : A.ln1_rstd + (l + 1) * N;
     const float* next_w = last ? P.lnfw : P.ln1w + static_cast<i64>(l + 1) * C;
-    const float* next_b = last ? P.lnfb : P.ln1b + static_cast<i64>(l + 1) * C;
+    const float* next_b = last ? P.lnfb : at(P.ln1b, static_cast<i64>(l + 1) * C);
     be.residual_layernorm_forward(residual3, next_ln, next_mean, next_rstd, residual2, fcproj, next_w, next_b,
                                   Ni, C);
   }
@@ -333,13 +340,13 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
       be.dropout_backward(S.dbranch, S.dresidual, A.fcproj_mask + l * NC, NC);
       dbranch = S.dbranch;
     }
-    be.matmul_backward(S.dfch_gelu, G.fcprojw + lC * 4 * C, G.fcprojb + lC, dbranch, A.fch_gelu + l * 4 * NC,
+    be.matmul_backward(S.dfch_gelu, G.fcprojw + lC * 4 * C, at(G.fcprojb, lC), dbranch, A.fch_gelu + l * 4 * NC,
                        P.fcprojw + lC * 4 * C, Ni, 4 * C, C);
     be.gelu_backward(S.dfch, S.dfch_gelu, A.fch + l * 4 * NC, 4 * NC);
-    be.matmul_backward(S.dln, G.fcw + lC * 4 * C, G.fcb + 4 * lC, S.dfch, A.ln2 + l * NC, P.fcw + lC * 4 * C, Ni,
+    be.matmul_backward(S.dln, G.fcw + lC * 4 * C, at(G.fcb, 4 * lC), S.dfch, A.ln2 + l * NC, P.fcw + lC * 4 * C, Ni,
                        C, 4 * C);
     // += : dresidual becomes dL/d(residual2), the stream plus the path through LN2
-    be.layernorm_backward(S.dresidual, G.ln2w + lC, G.ln2b + lC, S.dln, A.residual2 + l * NC, P.ln2w + lC,
+    be.layernorm_backward(S.dresidual, G.ln2w + lC, at(G.ln2b, lC), S.dln, A.residual2 + l * NC, P.ln2w + lC,
                           A.ln2_mean + l * N, A.ln2_rstd + l * N, Ni, C);
 
     // attention branch
@@ -348,13 +355,13 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
       be.dropout_backward(S.dbranch, S.dresidual, A.attproj_mask + l * NC, NC);
       dbranch = S.dbranch;
     }
-    be.matmul_backward(S.datty, G.attprojw + lC * C, G.attprojb + lC, dbranch, A.atty + l * NC,
+    be.matmul_backward(S.datty, G.attprojw + lC * C, at(G.attprojb, lC), dbranch, A.atty + l * NC,
                        P.attprojw + lC * C, Ni, C, C);
     be.attention_backward(S.dqkv, S.dpreatt, S.datt, S.datty, A.qkv + l * 3 * NC, A.att + l * TT, B, T, C, NH);
-    be.matmul_backward(S.dln, G.qkvw + lC * 3 * C, G.qkvb + 3 * lC, S.dqkv, A.ln1 + l * NC, P.qkvw + lC * 3 * C,
+    be.matmul_backward(S.dln, G.qkvw + lC * 3 * C, at(G.qkvb, 3 * lC), S.dqkv, A.ln1 + l * NC, P.qkvw + lC * 3 * C,
                        Ni, C, 3 * C);
     // += : dresidual becomes dL/d(this layer's input)
-    be.layernorm_backward(S.dresidual, G.ln1w + lC, G.ln1b + lC, S.dln, residual, P.ln1w + lC,
+    be.layernorm_backward(S.dresidual, G.ln1w + lC, at(G.ln1b, lC), S.dln, residual, P.ln1w + lC,
                           A.ln1_mean + l * N, A.ln1_rstd + l * N, Ni, C);
   }
 

@@ -30,6 +30,9 @@ struct GPTConfig {
   int n_head = 4;        // NH
   int n_embd = 128;      // C; head size hs = C / NH
   float dropout = 0.0f;  // p, used in train mode only
+  bool bias = true;      // biases in the Linear and LayerNorm layers (GPT-2: yes; nanoGPT's
+                         // Shakespeare config: no). Without, the 7 bias tensors are absent
+                         // (null pointers, no slices, no checkpoint entries).
 };
 // nn::Error when a size is < 1, n_embd % n_head != 0 or dropout outside [0, 1).
 void validate(const GPTConfig& c);

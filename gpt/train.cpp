@@ -123,6 +123,7 @@ void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVo
       {"n_head", std::to_string(c.n_head)},
       {"n_embd", std::to_string(c.n_embd)},
       {"dropout", fmt(c.dropout, 6)},
+      {"bias", c.bias ? "1" : "0"},
       {"vocab_hex", vocab_to_hex(vocab)},
       {"adam_t", std::to_string(model.adam_t)},
       {"step", std::to_string(state.step)},
@@ -159,6 +160,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   c.n_head = to_int("n_head");
   c.n_embd = to_int("n_embd");
   c.dropout = std::stof(meta("dropout"));
+  NN_CHECK(meta("bias") == "0" || meta("bias") == "1", "checkpoint " << path << ": 'bias' must be 0 or 1, got " << meta("bias"));
+  c.bias = meta("bias") == "1";
   LoadedCheckpoint out{gpt_create(c), vocab_from_hex(meta("vocab_hex")), {}, false};
   NN_CHECK(out.vocab.size() == c.vocab_size, "checkpoint " << path << ": its vocabulary has " << out.vocab.size()
                                                            << " characters but vocab_size is " << c.vocab_size);
@@ -326,6 +329,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     c.n_head = o.n_head;
     c.n_embd = o.n_embd;
     c.dropout = o.dropout;
+    c.bias = o.bias;
     model = gpt_create(c);
     gpt_init_weights(model, o.seed);
   }
@@ -333,7 +337,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   const int B = o.batch_size, T = cfg.block_size;
   const MemoryBreakdown mem = memory_breakdown(cfg, B, T);
   os << "model: " << cfg.n_layer << " layers, " << cfg.n_head << " heads, " << cfg.n_embd << " wide, context " << T
-     << ", vocabulary " << cfg.vocab_size << ": " << fmt(static_cast<double>(model.num_params) / 1e6, 3)
+     << (cfg.bias ? "" : ", no biases") << ", vocabulary " << cfg.vocab_size << ": " << fmt(static_cast<double>(model.num_params) / 1e6, 3)
      << "M parameters (" << fmt(static_cast<double>(mem.total()) / (1 << 20), 1) << " MiB with gradients, AdamW and activations)\n";
   os << "backend: " << be->name() << ", " << threads << " thread" << (threads == 1 ? "" : "s") << "; batch " << B << " x "
      << o.grad_accum << " micro-batch" << (o.grad_accum == 1 ? "" : "es") << ", " << o.max_iters << " steps\n";

@@ -21,6 +21,7 @@ struct TrainOptions {
   // model
   int n_layer = 4, n_head = 4, n_embd = 128, block_size = 64;
   float dropout = 0.0f;
+  bool bias = true;  // biases in Linear and LayerNorm (nanoGPT's Shakespeare config: false)
   // data
   std::string data;           // a text file; empty: Tiny Shakespeare, else the Debian fallback
   double val_fraction = 0.1;  // the last 10% of the text is the validation split

@@ -86,7 +86,7 @@ void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, 
     F* o = out + static_cast<ptrdiff_t>(n) * C;
     for (int c = 0; c < C; ++c) {
       const F xhat = (x[c] - m) * s;  // normalised: mean 0, variance ~1 over the row
-      o[c] = xhat * weight[c] + bias[c];
+      o[c] = xhat * weight[c] + (bias != nullptr ? bias[c] : F(0));
     }
     mean[n] = m;
     rstd[n] = s;
@@ -123,7 +123,7 @@ void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* i
       const F xhat = (x[c] - m) * s;
       const F g = dy[c] * weight[c];
       // out = xhat * weight + bias: the parameters see dout directly
-      dbias[c] += dy[c];
+      if (dbias != nullptr) dbias[c] += dy[c];
       dweight[c] += dy[c] * xhat;
       // dL/dx = rstd * (g - mean(g) - xhat * mean(g xhat)):
       //   the direct path, minus what flows back through the mean, minus through the variance

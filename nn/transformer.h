@@ -29,14 +29,14 @@ template <typename F>
 void encoder_backward(F* dwte, F* dwpe, const F* dout, const int32_t* inp, int B, int T, int C);
 
 // ---- layer normalisation over the last axis ----------------------------------------------
-// inp (N, C), weight, bias (C) -> out (N, C), mean (N), rstd (N) saved for the backward:
+// inp (N, C), weight, bias (C; nullptr: no bias, nanoGPT's bias=False) -> out (N, C), mean (N), rstd (N):
 //   mean = sum(x) / C, var = sum((x - mean)^2) / C (biased, as PyTorch), rstd = 1 / sqrt(var + eps)
 //   out = (x - mean) * rstd * weight + bias,  eps = 1e-5 (PyTorch's default)
 inline constexpr double kLayernormEps = 1e-5;
 template <typename F>
 void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C);
 // dout (N, C) -> dinp (N, C) ACCUMULATED (the residual stream, see above),
-// dweight, dbias (C) accumulated. With xhat = (x - mean) * rstd, g = dout * weight:
+// dweight, dbias (C) accumulated (dbias skipped if nullptr). With xhat = (x - mean) * rstd, g = dout * weight:
 //   dinp += rstd * (g - mean(g) - xhat * mean(g * xhat))
 template <typename F>
 void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,

@@ -162,7 +162,8 @@ def write_safetensors(path, tensors, metadata=None):
 # ---- the model (gpt/model.h), nanoGPT style ------------------------------------------------
 
 class GPTConfig:
-    def __init__(self, vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0):
+    def __init__(self, vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=True):
+        self.bias = bias              # biases in Linear and LayerNorm (nanoGPT's Shakespeare config: no)
         self.vocab_size = vocab_size  # V
         self.block_size = block_size  # maxT: rows of wpe
         self.n_layer = n_layer        # L
@@ -178,11 +179,25 @@ class GPTConfig:
             raise GPTTorchError(f"config: dropout {dropout} must be in [0, 1)")
 
     def as_metadata(self):
-        return {k: str(getattr(self, k)) for k in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")}
+        meta = {k: str(getattr(self, k)) for k in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")}
+        meta["bias"] = "1" if self.bias else "0"
+        return meta
 
     def __repr__(self):
         return (f"V={self.vocab_size} maxT={self.block_size} L={self.n_layer} NH={self.n_head} "
                 f"C={self.n_embd} dropout={self.dropout}")
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm with an optional bias (torch 1.13's nn.LayerNorm has both or neither), as
+    nanoGPT's model.py: eps 1e-5, biased variance."""
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+        self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
 
 
 def record(acts, name, tensor):
@@ -195,8 +210,8 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.n_head = config.n_head
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)  # weight (3C, C): rows q, k, v
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd)      # weight (C, C)
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)  # weight (3C, C): rows q, k, v
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)      # weight (C, C)
         # mask[t, s] = True where s > t: position t must not see the future. Not a parameter
         # and not saved (persistent=False), so the state dict holds only the C++ names.
         future = torch.triu(torch.ones(config.block_size, config.block_size, dtype=torch.bool), diagonal=1)
@@ -225,8 +240,8 @@ class CausalSelfAttention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)    # weight (4C, C)
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)  # weight (C, 4C)
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)    # weight (4C, C)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)  # weight (C, 4C)
 
     def forward(self, x, acts=None, prefix=""):
         fch = self.c_fc(x)                                 # (B, T, 4C)
@@ -239,9 +254,9 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd, eps=1e-5)
+        self.ln_1 = LayerNorm(config.n_embd, config.bias)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd, eps=1e-5)
+        self.ln_2 = LayerNorm(config.n_embd, config.bias)
         self.mlp = MLP(config)
         self.drop = nn.Dropout(config.dropout)
 
@@ -270,7 +285,7 @@ class GPT(nn.Module):
         self.wpe = nn.Parameter(torch.zeros(config.block_size, config.n_embd))  # (maxT, C)
         self.drop = nn.Dropout(config.dropout)
         self.h = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
-        self.ln_f = nn.LayerNorm(config.n_embd, eps=1e-5)
+        self.ln_f = LayerNorm(config.n_embd, config.bias)
 
     def init_weights(self, seed):
         """GPT-2's initialisation: N(0, 0.02), the residual projections (c_proj) N(0, 0.02 /
@@ -335,7 +350,10 @@ def config_from_metadata(metadata, path):
             values[key] = int(metadata[key])
         except ValueError as e:
             raise GPTTorchError(f"{path}: metadata '{key}' = {metadata[key]!r} is not an integer") from e
-    return GPTConfig(**values)
+    bias = metadata.get("bias", "1")  # files from before the option had biases
+    if bias not in ("0", "1"):
+        raise GPTTorchError(f"{path}: metadata 'bias' = {bias!r} must be 0 or 1")
+    return GPTConfig(**values, bias=bias == "1")
 
 
 def load_model(path):
@@ -585,6 +603,62 @@ def cmd_bench(args):
     return 0
 
 
+def cmd_train(args):
+    """nanoGPT's Shakespeare-char CPU run with the same model, recipe and evaluation as
+    `nnlab gpt train` + `nnlab gpt eval` (not the same random numbers: torch's generator):
+    character vocabulary of the whole text, the first 90% to train on, random batches,
+    AdamW (decay on 2-D parameters only), warm-up then cosine (gpt::learning_rate),
+    clip_grad_norm_, then the final model on --eval-iters random batches of each split.
+    What PyTorch reaches with this recipe says whether a gap to nanoGPT's figure is ours."""
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    try:
+        text = open(args.data, "rb").read()
+    except OSError as e:
+        raise GPTTorchError(f"cannot read {args.data}: {e.strerror}") from e
+    chars = sorted(set(text))
+    stoi = {c: i for i, c in enumerate(chars)}
+    data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+    n_train = int(len(data) * 0.9)
+    splits = {"train": data[:n_train], "val": data[n_train:]}
+    config = GPTConfig(len(chars), args.block_size, args.n_layer, args.n_head, args.n_embd, 0.0, bias=args.bias == 1)
+    model = GPT(config)
+    model.init_weights(args.seed)
+    opt = adamw_for(model, args.lr, (0.9, 0.99), 1e-8, 0.1)
+    B, T = args.batch_size, args.block_size
+
+    def batch(split):
+        d = splits[split]
+        ix = torch.randint(len(d) - T, (B,))
+        return torch.stack([d[i:i + T] for i in ix]), torch.stack([d[i + 1:i + 1 + T] for i in ix])
+
+    def lr_at(it, W=100, D=args.max_iters):
+        if it < W:
+            return args.lr * (it + 1) / W
+        ratio = (it - W) / max(D - W, 1)
+        return args.min_lr + 0.5 * (1.0 + math.cos(math.pi * min(ratio, 1.0))) * (args.lr - args.min_lr)
+
+    t0 = time.time()
+    for it in range(args.max_iters):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(it)
+        x, y = batch("train")
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if (it + 1) % 250 == 0:
+            print(f"step {it + 1}: loss {loss.item():.4f} ({time.time() - t0:.0f} s)", flush=True)
+    model.eval()
+    with torch.no_grad():
+        for n in (20, args.eval_iters):
+            means = {split: sum(model(*batch(split))[1].item() for _ in range(n)) / n for split in ("train", "val")}
+            print(f"after {args.max_iters} steps, {n} batches per split: train loss {means['train']:.4f}, "
+                  f"val loss {means['val']:.4f}")
+    return 0
+
+
 # ---- command line ---------------------------------------------------------------------------
 
 def main(argv=None):
@@ -619,6 +693,22 @@ def main(argv=None):
     p.add_argument("--json", default=None, help="also write the results as JSON here")
     p.add_argument("--child-intra", type=int, default=None, help=argparse.SUPPRESS)  # one setting, internal
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("train", help="the same model and recipe trained by PyTorch (the val-loss reference)")
+    p.add_argument("--data", required=True, help="the text, e.g. Tiny Shakespeare")
+    p.add_argument("--n-layer", type=int, default=4)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-embd", type=int, default=128)
+    p.add_argument("--block-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=12)
+    p.add_argument("--max-iters", type=int, default=2000)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--min-lr", type=float, default=1e-4)
+    p.add_argument("--bias", type=int, default=1, choices=[0, 1])
+    p.add_argument("--eval-iters", type=int, default=500)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1337)
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("init", help="GPT-2-initialised weights and a random batch")
     p.add_argument("--out-weights", required=True)

@@ -162,8 +162,9 @@ TEST_CASE("gpt: backward matches finite differences of the whole model (float, s
 }
 
 TEST_CASE("gpt: naive and cpu backends agree on logits, loss and every gradient", "[gpt][backend]") {
-  for (float dropout : {0.0f, 0.2f}) {
+  for (const auto& [dropout, bias] : {std::pair{0.0f, true}, std::pair{0.2f, true}, std::pair{0.0f, false}}) {
     gpt::GPTConfig c = tiny_config(dropout);
+    c.bias = bias;
     c.n_embd = 20;  // not a multiple of the SIMD width
     c.block_size = 7;
     gpt::GPT a = gpt::gpt_create(c);
@@ -180,7 +181,8 @@ TEST_CASE("gpt: naive and cpu backends agree on logits, loss and every gradient"
       gpt::gpt_forward(*m, be, x.data(), y.data(), 5, 7, /*train=*/true, 77);
       gpt::gpt_backward(*m, be);
     }
-    INFO("dropout " << dropout);
+    INFO("dropout " << dropout << " bias " << bias);
+    CHECK(static_cast<int64_t>(a.slices.size()) == 2 + 12 * c.n_layer + 2 - (bias ? 0 : 6 * c.n_layer + 1));
     CHECK(b.mean_loss == Approx(a.mean_loss).epsilon(1e-5));
     const int64_t NV = 5 * 7 * c.vocab_size;
     CHECK(rel_err(b.acts.logits, a.acts.logits, NV) < 1e-5);
@@ -282,6 +284,15 @@ TEST_CASE("gpt: checkpoints round-trip and refuse truncated, corrupt and foreign
   CHECK(ck.vocab.chars == vocab.chars);
   CHECK(ck.has_optimizer);
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  gpt::GPTConfig nb = tiny_config();
+  nb.bias = false;
+  gpt::GPT m2 = gpt::gpt_create(nb);
+  gpt::gpt_init_weights(m2, 8);
+  gpt::save_checkpoint(dir.file("nobias.safetensors"), m2, vocab, st);
+  const gpt::LoadedCheckpoint ck2 = gpt::load_checkpoint(dir.file("nobias.safetensors"));
+  CHECK_FALSE(ck2.model.config.bias);
+  CHECK(ck2.model.params_memory == m2.params_memory);
+  CHECK(ck2.model.num_params == m.num_params - (nb.n_layer * 11 * nb.n_embd + nb.n_embd));  // 11C biases a layer + ln_f's
 
   auto bytes = testing::read_bytes(path);
   testing::write_bytes(dir.file("trunc.safetensors"), std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2)));
