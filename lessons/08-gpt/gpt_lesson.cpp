@@ -16,10 +16,6 @@
 #include "nn/check.h"
 #include "nn/text.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace lesson08 {
 
 namespace fs = std::filesystem;
@@ -46,15 +42,6 @@ void add_options(CLI::App& app, Options& o) {
 
 namespace {
 
-int apply_threads(int threads) {
-#ifdef _OPENMP
-  if (threads > 0) omp_set_num_threads(threads);
-  return omp_get_max_threads();
-#else
-  (void)threads;
-  return 1;
-#endif
-}
 
 std::string shape_str(const std::vector<i64>& shape) {
   std::ostringstream os;
@@ -213,7 +200,7 @@ FlopsPerToken flops_breakdown(const gpt::GPTConfig& c, int T) {
 int run_shapes_part(const Options& opts) {
   std::ostream& os = std::cout;
   const gpt::TrainOptions& o = opts.train;
-  apply_threads(o.threads);
+  gpt::use_threads(o.threads);
   os << "== Part 1: every tensor of one training step, in the order the data flows ==\n";
   const nn::TextCorpus corpus = nn::load_corpus(o.data, o.val_fraction);
   os << "data: " << corpus.description << "\n";
@@ -334,7 +321,7 @@ int run_memory_part(const Options& opts) {
 int run_flops_part(const Options& opts) {
   std::ostream& os = std::cout;
   const gpt::TrainOptions& o = opts.train;
-  const int threads = apply_threads(o.threads);
+  const int threads = gpt::use_threads(o.threads);
   os << "== Part 3: FLOPs per token, the peak, and MFU ==\n";
   const nn::TextCorpus corpus = nn::load_corpus(o.data, o.val_fraction);
   const gpt::GPTConfig cfg = config_from(o, corpus.vocab.size());
@@ -388,7 +375,7 @@ int run_train_part(const Options& opts) {
 int run_sample_part(const Options& opts) {
   std::ostream& os = std::cout;
   const gpt::TrainOptions& o = opts.train;
-  apply_threads(o.threads);
+  gpt::use_threads(o.threads);
   const std::string path =
       opts.checkpoint.empty() ? (fs::path(o.out_dir) / "best.safetensors").string() : opts.checkpoint;
   NN_CHECK(fs::exists(path), "no checkpoint at " << path << ": run `nnlab lesson08 --part train` first "
