@@ -150,18 +150,6 @@ typename VV::reg gelu_grad(typename VV::reg x) {
   return VV::fma(two_x_s2_e, du, s);
 }
 
-// ---- dropout's uniform draw -----------------------------------------------------------------
-// nn::dropout_uniform bit for bit (its formula is spelled out in nn/transformer.h so that
-// every backend can draw the same mask): SplitMix64 output i from state `seed`, top 24
-// bits times 2^-24. Inline here so the loop vectorises; the tests check the masks are equal.
-inline float dropout_u(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z = z ^ (z >> 31);
-  return static_cast<float>(static_cast<uint32_t>(z >> 40)) * 0x1.0p-24f;
-}
-
 // ---- attention helpers, one (b, h) --------------------------------------------------------------
 // s[j] = sum_i q[i] * Mt[i * ld + j] for j in [0, nblk * W): a row of scores against keys
 // stored transposed (Mt: (hs, ld), keys along the fast axis), so each step of i is one
@@ -525,14 +513,14 @@ class CpuBackend final : public Backend {
   // ---- dropout ----
   void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p,
                        uint64_t seed) override {
-    // mask_i = u_i < p ? 0 : 1 / (1 - p), u_i = nn::dropout_uniform(seed, i) (dropout_u): the naive mask
+    // mask_i = u_i < p ? 0 : 1 / (1 - p), u_i = nn::dropout_uniform(seed, i): the naive mask
     NN_CHECK(p >= 0.0f && p < 1.0f, "dropout: p = " << p
                                                     << " is outside [0, 1): it is the probability "
                                                        "of dropping an element");
     const float scale = 1.0f / (1.0f - p);
 #pragma omp parallel for schedule(static) if (n >= kMinParallelElems)
     for (int64_t i = 0; i < n; ++i) {
-      const float m = dropout_u(seed, static_cast<uint64_t>(i)) < p ? 0.0f : scale;
+      const float m = nn::dropout_uniform(seed, static_cast<uint64_t>(i)) < p ? 0.0f : scale;
       const float x = inp[i];  // out may alias inp
       mask[i] = m;
       out[i] = x * m;

@@ -27,14 +27,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser: a good 64-bit hash
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
+// A 64-bit hash of three numbers, from SplitMix64's first output (nn/rng.h).
+uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) {
+  return nn::splitmix64(nn::splitmix64(nn::splitmix64(a) ^ b) ^ c);
 }
-
-uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) { return mix(mix(mix(a) ^ b) ^ c); }
 
 // Streams of batches: distinct per purpose so no two draw the same numbers.
 constexpr uint64_t kTrainStream = 1, kEvalTrain = 2, kEvalVal = 3, kDropout = 4;

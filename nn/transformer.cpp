@@ -231,19 +231,6 @@ void residual_forward(F* out, const F* a, const F* b, int64_t n) {
 }
 
 // ---- dropout --------------------------------------------------------------------------------
-float dropout_uniform(uint64_t seed, uint64_t i) {
-  // SplitMix64 (Steele, Lea, Flood 2014; Vigna's splitmix64.c): output number i (0-based)
-  // of the generator whose state starts at `seed`. The state after i + 1 steps is
-  // seed + (i + 1) * golden (mod 2^64), so any element can be drawn without the others.
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z = z ^ (z >> 31);
-  // The top 24 bits, an integer in [0, 2^24), times 2^-24: exact in float, always < 1.
-  const auto top24 = static_cast<uint32_t>(z >> 40);
-  return static_cast<float>(top24) * 0x1.0p-24f;
-}
-
 template <typename F>
 void dropout_forward(F* out, F* mask, const F* inp, int64_t n, float p, uint64_t seed) {
   NN_CHECK(p >= 0.0f && p < 1.0f, "dropout: p = " << p

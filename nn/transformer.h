@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "nn/rng.h"
+
 namespace nn {
 
 // ---- token + position embedding ---------------------------------------------------------
@@ -86,7 +88,11 @@ void residual_forward(F* out, const F* a, const F* b, int64_t n);
 //   u  = (float)(uint32_t)(z >> 40) * 0x1p-24f      the top 24 bits: exact, in [0, 1)
 // The comparison u < p is done in float; the kept scale is F(1) / (F(1) - F(p)) in the
 // op's type F.
-float dropout_uniform(uint64_t seed, uint64_t i);
+// Inline, so every backend's loop calls this one definition (nn::splitmix64, nn/rng.h).
+inline float dropout_uniform(uint64_t seed, uint64_t i) {
+  // the top 24 bits, an integer in [0, 2^24), times 2^-24: exact in float, always < 1
+  return static_cast<float>(static_cast<uint32_t>(splitmix64(seed, i) >> 40)) * 0x1.0p-24f;
+}
 template <typename F>
 void dropout_forward(F* out, F* mask, const F* inp, int64_t n, float p, uint64_t seed);
 // dinp = dout * mask, ASSIGNED (dinp may alias dout)
