@@ -53,6 +53,18 @@ std::string format_si(double value) {
   return os.str();
 }
 
+std::string format_percent(double fraction) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << 100.0 * fraction << "%";
+  return os.str();
+}
+
+std::string format_fixed(double value, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << value;
+  return os.str();
+}
+
 // ---- ProgressBar ---------------------------------------------------------------------
 ProgressBar::ProgressBar(std::string label, int64_t total, std::ostream& os, double min_interval_s)
     : label_(std::move(label)), total_(total > 0 ? total : 1), os_(os), min_interval_s_(min_interval_s),

@@ -39,6 +39,10 @@ class ProgressBar {
 std::string format_duration(double seconds);
 // 41234.5 -> "41.2k"
 std::string format_si(double value);
+// 0.8956 -> "89.56%"
+std::string format_percent(double fraction);
+// (0.41234, 4) -> "0.4123"
+std::string format_fixed(double value, int digits);
 
 // Appends one JSON object per line: {"epoch": 1, "loss": 0.41, "split": "train"}.
 // Notebooks read it with pandas or a few lines of json.

@@ -19,6 +19,7 @@
 #include "lessons/02-backprop/backprop.h"
 #include "nn/check.h"
 #include "nn/checkpoint.h"
+#include "nn/classify.h"
 #include "nn/dataset.h"
 #include "nn/layers.h"
 #include "nn/ops.h"
@@ -30,42 +31,9 @@ namespace lesson02 {
 namespace {
 
 // ---- evaluation -------------------------------------------------------------------------
-struct EvalResult {
-  double loss = 0.0;
-  double accuracy = 0.0;
-  std::vector<int32_t> predictions;
-  std::vector<float> confidence;  // probability the model gave its prediction
-};
-
-EvalResult evaluate(nn::Mlp& model, const nn::ImageDataset& ds, int batch_size) {
-  EvalResult r;
-  nn::BatchLoader loader(ds, batch_size, /*shuffle=*/false, /*seed=*/0);
-  loader.start_epoch();
-  nn::Tensor x;
-  std::vector<int32_t> y;
-  const int V = ds.num_classes;
-  std::vector<float> probs, losses;
-  std::vector<int32_t> pred;
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
-    const float* logits = model.forward(x.data(), B);
-    probs.resize(static_cast<size_t>(B) * V);
-    losses.resize(static_cast<size_t>(B));
-    pred.resize(static_cast<size_t>(B));
-    const float mean_loss = nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits,
-                                                              y.data(), B, V);
-    loss_sum += static_cast<double>(mean_loss) * B;
-    nn::argmax_rows(pred.data(), logits, B, V);
-    for (int b = 0; b < B; ++b) {
-      correct += pred[static_cast<size_t>(b)] == y[static_cast<size_t>(b)];
-      r.predictions.push_back(pred[static_cast<size_t>(b)]);
-      r.confidence.push_back(probs[static_cast<size_t>(b) * V + pred[static_cast<size_t>(b)]]);
-    }
-  }
-  r.loss = loss_sum / static_cast<double>(ds.size());
-  r.accuracy = static_cast<double>(correct) / static_cast<double>(ds.size());
-  return r;
+// The whole test set in order (nn/classify.h): mean loss, accuracy, every prediction.
+nn::EvalResult evaluate(nn::Mlp& model, const nn::ImageDataset& ds, int batch_size) {
+  return nn::evaluate_classifier([&](const float* x, int B) { return model.forward(x, B); }, ds, batch_size);
 }
 
 std::string join_sizes(const std::vector<int>& sizes) {
@@ -74,17 +42,7 @@ std::string join_sizes(const std::vector<int>& sizes) {
   return os.str();
 }
 
-std::string percent(double frac) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(2) << 100.0 * frac << "%";
-  return os.str();
-}
 
-std::string fixed4(double v) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(4) << v;
-  return os.str();
-}
 
 }  // namespace
 
@@ -105,7 +63,7 @@ int run_train_part(const Options& o) {
   const int D = train.rows * train.cols;
   std::cout << "data      " << dir << ": " << train.size() << " train, " << test.size()
             << " test images of " << train.rows << "x" << train.cols << " (pixel mean "
-            << fixed4(stats.mean) << ", std " << fixed4(stats.std) << ")\n";
+            << nn::format_fixed(stats.mean, 4) << ", std " << nn::format_fixed(stats.std, 4) << ")\n";
 
   // Model.
   nn::MlpConfig cfg;
@@ -145,11 +103,10 @@ int run_train_part(const Options& o) {
   const int V = train.num_classes;
   nn::Tensor x;
   std::vector<int32_t> y;
-  std::vector<float> probs, losses, dlogits;
-  std::vector<int32_t> pred;
+  nn::ClassifyBatch batch;  // softmax + cross-entropy buffers, accuracy count (nn/classify.h)
   int64_t step = 0;
   double train_seconds = 0.0;
-  EvalResult test_result;
+  nn::EvalResult test_result;
 
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     std::ostringstream label;
@@ -166,27 +123,20 @@ int run_train_part(const Options& o) {
 
       // forward: logits (B,V), then the loss
       const float* logits = model.forward(x.data(), B);
-      probs.resize(static_cast<size_t>(B) * V);
-      losses.resize(static_cast<size_t>(B));
-      dlogits.resize(static_cast<size_t>(B) * V);
-      pred.resize(static_cast<size_t>(B));
-      const float loss =
-          nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits, y.data(), B, V);
+      const float loss = batch.forward(logits, y.data(), B, V);
       NN_CHECK(std::isfinite(loss), "the loss became " << loss << " at epoch " << epoch << ", step "
                                         << step << ": the learning rate " << lr
                                         << " is probably too high (try --lr " << o.lr / 10
                                         << "). The last good checkpoint, if any, is kept at "
                                         << ckpt_path);
-      nn::argmax_rows(pred.data(), logits, B, V);
-      for (int b = 0; b < B; ++b) correct += pred[static_cast<size_t>(b)] == y[static_cast<size_t>(b)];
+      correct += batch.correct(y.data(), B);
       loss_sum += static_cast<double>(loss) * B;
       seen += B;
 
       // backward: gradients of the mean loss w.r.t. every parameter (accumulated into
       // zeroed buffers, see the gradient rule in nn/ops.h)
       nn::zero_grads(params);
-      nn::softmax_cross_entropy_backward(dlogits.data(), probs.data(), y.data(), B, V);
-      model.backward(dlogits.data(), B);
+      model.backward(batch.backward(y.data(), B, V), B);
 
       // update, with this step's learning rate
       if (adam) {
@@ -200,8 +150,8 @@ int run_train_part(const Options& o) {
 
       const double seconds = bar.elapsed_s();
       bar.update(seen / o.batch_size,
-                 {{"loss", fixed4(loss_sum / static_cast<double>(seen))},
-                  {"acc", percent(static_cast<double>(correct) / static_cast<double>(seen))},
+                 {{"loss", nn::format_fixed(loss_sum / static_cast<double>(seen), 4)},
+                  {"acc", nn::format_percent(static_cast<double>(correct) / static_cast<double>(seen))},
                   {"img/s", nn::format_si(static_cast<double>(seen) / std::max(seconds, 1e-9))}});
       if (step % 50 == 0) {
         log.write(nn::MetricsLog::Record()
@@ -217,10 +167,10 @@ int run_train_part(const Options& o) {
     const double train_loss = loss_sum / static_cast<double>(seen);
     const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);
     test_result = evaluate(model, test, 1000);
-    bar.finish({{"loss", fixed4(train_loss)},
-                {"acc", percent(train_acc)},
-                {"test loss", fixed4(test_result.loss)},
-                {"test acc", percent(test_result.accuracy)},
+    bar.finish({{"loss", nn::format_fixed(train_loss, 4)},
+                {"acc", nn::format_percent(train_acc)},
+                {"test loss", nn::format_fixed(test_result.loss, 4)},
+                {"test acc", nn::format_percent(test_result.accuracy)},
                 {"img/s", nn::format_si(static_cast<double>(seen) / epoch_seconds)}});
     log.write(nn::MetricsLog::Record()
                   .add("kind", std::string("epoch"))
@@ -257,8 +207,8 @@ int run_train_part(const Options& o) {
               << test_result.confidence[static_cast<size_t>(i)] << "\n";
   }
 
-  std::cout << "result    test accuracy " << percent(test_result.accuracy) << " (" << test.size()
-            << " images), test loss " << fixed4(test_result.loss) << ", trained in "
+  std::cout << "result    test accuracy " << nn::format_percent(test_result.accuracy) << " (" << test.size()
+            << " images), test loss " << nn::format_fixed(test_result.loss, 4) << ", trained in "
             << nn::format_duration(train_seconds) << " ("
             << nn::format_si(static_cast<double>(train.size()) * o.epochs / train_seconds)
             << " img/s)\n";

@@ -19,6 +19,7 @@
 #include "lessons/04-cnn/model.h"
 #include "nn/check.h"
 #include "nn/checkpoint.h"
+#include "nn/classify.h"
 #include "nn/dataset.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
@@ -57,59 +58,15 @@ void augment(float* x, int B, int H, int W, int shift, bool flip, float backgrou
 }
 
 // ---- evaluation -------------------------------------------------------------------------
-struct EvalResult {
-  double loss = 0.0;
-  double accuracy = 0.0;
-  std::vector<int32_t> predictions;
-  std::vector<float> confidence;  // probability the model gave its prediction
-};
-
+// The whole test set in order, in eval mode (nn/classify.h): loss, accuracy, predictions.
 constexpr int kEvalBatch = 250;
 
-EvalResult evaluate(Cnn& model, const nn::ImageDataset& ds) {
-  EvalResult r;
-  nn::BatchLoader loader(ds, kEvalBatch, /*shuffle=*/false, /*seed=*/0);
-  loader.start_epoch();
-  nn::Tensor x;
-  std::vector<int32_t> y;
-  const int V = ds.num_classes;
-  std::vector<float> probs, losses;
-  std::vector<int32_t> pred;
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  for (int B = loader.next(x, y); B > 0; B = loader.next(x, y)) {
-    const float* logits = model.forward(x.data(), B, /*train=*/false);
-    probs.resize(static_cast<size_t>(B) * V);
-    losses.resize(static_cast<size_t>(B));
-    pred.resize(static_cast<size_t>(B));
-    const float mean_loss =
-        nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits, y.data(), B, V);
-    loss_sum += static_cast<double>(mean_loss) * B;
-    nn::argmax_rows(pred.data(), logits, B, V);
-    for (int b = 0; b < B; ++b) {
-      const auto i = static_cast<size_t>(b);
-      correct += pred[i] == y[i];
-      r.predictions.push_back(pred[i]);
-      r.confidence.push_back(probs[i * static_cast<size_t>(V) + static_cast<size_t>(pred[i])]);
-    }
-  }
-  r.loss = loss_sum / static_cast<double>(ds.size());
-  r.accuracy = static_cast<double>(correct) / static_cast<double>(ds.size());
-  return r;
+nn::EvalResult evaluate(Cnn& model, const nn::ImageDataset& ds) {
+  return nn::evaluate_classifier([&](const float* x, int B) { return model.forward(x, B, /*train=*/false); }, ds,
+                                 kEvalBatch);
 }
 
 
-std::string percent(double frac) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(2) << 100.0 * frac << "%";
-  return os.str();
-}
-
-std::string fixed4(double v) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(4) << v;
-  return os.str();
-}
 
 // A float written with every digit it needs to be read back bit for bit.
 std::string exact(float v) {
@@ -132,7 +89,7 @@ CnnConfig config_from(const Options& o, const nn::ImageDataset& ds) {
 
 // The files the notebook reads: predictions, per-class accuracy, confusion matrix, and the
 // feature maps of one test image (index 0).
-void write_evaluation(Cnn& model, const nn::ImageDataset& test, const EvalResult& r,
+void write_evaluation(Cnn& model, const nn::ImageDataset& test, const nn::EvalResult& r,
                       const std::string& out_dir, const std::string& dataset) {
   const int V = test.num_classes;
   std::vector<int64_t> confusion(static_cast<size_t>(V) * V, 0);
@@ -180,7 +137,7 @@ void write_evaluation(Cnn& model, const nn::ImageDataset& test, const EvalResult
     const int64_t correct = confusion[static_cast<size_t>(t * V + t)];
     const double acc = total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
     per_class << t << "," << class_name(t) << "," << correct << "," << total << "," << acc << "\n";
-    std::cout << class_name(t) << " " << percent(acc) << (t + 1 < V ? ", " : "\n");
+    std::cout << class_name(t) << " " << nn::format_percent(acc) << (t + 1 < V ? ", " : "\n");
   }
 
   // Feature maps of test image 0: what each conv block's filters respond to (after ReLU).
@@ -220,7 +177,7 @@ Data load_data(const Options& o) {
   nn::standardise(d.test, d.stats);
   std::cout << "data      " << d.dir << ": " << d.train.size() << " train, " << d.test.size()
             << " test images of " << d.train.rows << "x" << d.train.cols << " (pixel mean "
-            << fixed4(d.stats.mean) << ", std " << fixed4(d.stats.std) << ")\n";
+            << nn::format_fixed(d.stats.mean, 4) << ", std " << nn::format_fixed(d.stats.std, 4) << ")\n";
   return d;
 }
 
@@ -271,11 +228,10 @@ int run_train_part(const Options& o) {
   const int V = train.num_classes;
   nn::Tensor x;
   std::vector<int32_t> y;
-  std::vector<float> probs, losses, dlogits;
-  std::vector<int32_t> pred;
+  nn::ClassifyBatch batch;  // softmax + cross-entropy buffers, accuracy count (nn/classify.h)
   int64_t step = 0;
   double train_seconds = 0.0;
-  EvalResult test_result;
+  nn::EvalResult test_result;
 
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     std::ostringstream label;
@@ -293,34 +249,27 @@ int run_train_part(const Options& o) {
 
       // forward: logits (B,V), then the loss
       const float* logits = model.forward(x.data(), B, /*train=*/true);
-      probs.resize(static_cast<size_t>(B) * V);
-      losses.resize(static_cast<size_t>(B));
-      dlogits.resize(static_cast<size_t>(B) * V);
-      pred.resize(static_cast<size_t>(B));
-      const float loss =
-          nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits, y.data(), B, V);
+      const float loss = batch.forward(logits, y.data(), B, V);
       NN_CHECK(std::isfinite(loss), "the loss became " << loss << " at epoch " << epoch << ", step "
                                         << step << ": the learning rate " << lr
                                         << " is probably too high (try --lr " << o.lr / 10
                                         << "). The last good checkpoint, if any, is kept at "
                                         << ckpt_path);
-      nn::argmax_rows(pred.data(), logits, B, V);
-      for (int b = 0; b < B; ++b) correct += pred[static_cast<size_t>(b)] == y[static_cast<size_t>(b)];
+      correct += batch.correct(y.data(), B);
       loss_sum += static_cast<double>(loss) * B;
       seen += B;
 
       // backward (gradients accumulate into zeroed buffers), then the update
       nn::zero_grads(params);
-      nn::softmax_cross_entropy_backward(dlogits.data(), probs.data(), y.data(), B, V);
-      model.backward(dlogits.data(), B);
+      model.backward(batch.backward(y.data(), B, V), B);
       adam.config().lr = lr;
       adam.step();
       ++step;
 
       const double seconds = bar.elapsed_s();
       bar.update(seen / o.batch_size,
-                 {{"loss", fixed4(loss_sum / static_cast<double>(seen))},
-                  {"acc", percent(static_cast<double>(correct) / static_cast<double>(seen))},
+                 {{"loss", nn::format_fixed(loss_sum / static_cast<double>(seen), 4)},
+                  {"acc", nn::format_percent(static_cast<double>(correct) / static_cast<double>(seen))},
                   {"img/s", nn::format_si(static_cast<double>(seen) / std::max(seconds, 1e-9))}});
       if (step % 50 == 0) {
         log.write(nn::MetricsLog::Record()
@@ -336,10 +285,10 @@ int run_train_part(const Options& o) {
     const double train_loss = loss_sum / static_cast<double>(seen);
     const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);
     test_result = evaluate(model, test);
-    bar.finish({{"loss", fixed4(train_loss)},
-                {"acc", percent(train_acc)},
-                {"test loss", fixed4(test_result.loss)},
-                {"test acc", percent(test_result.accuracy)},
+    bar.finish({{"loss", nn::format_fixed(train_loss, 4)},
+                {"acc", nn::format_percent(train_acc)},
+                {"test loss", nn::format_fixed(test_result.loss, 4)},
+                {"test acc", nn::format_percent(test_result.accuracy)},
                 {"img/s", nn::format_si(static_cast<double>(seen) / epoch_seconds)}});
     log.write(nn::MetricsLog::Record()
                   .add("kind", std::string("epoch"))
@@ -367,8 +316,8 @@ int run_train_part(const Options& o) {
   }
 
   write_evaluation(model, test, test_result, o.out_dir, o.dataset);
-  std::cout << "result    test accuracy " << percent(test_result.accuracy) << " (" << test.size()
-            << " images), test loss " << fixed4(test_result.loss) << ", trained in "
+  std::cout << "result    test accuracy " << nn::format_percent(test_result.accuracy) << " (" << test.size()
+            << " images), test loss " << nn::format_fixed(test_result.loss, 4) << ", trained in "
             << nn::format_duration(train_seconds) << " ("
             << nn::format_si(static_cast<double>(train.size()) * o.epochs / train_seconds)
             << " img/s)\n";
@@ -401,10 +350,10 @@ int run_eval_part(const Options& o) {
     }
   }
   std::filesystem::create_directories(o.out_dir);
-  const EvalResult r = evaluate(model, data.test);
+  const nn::EvalResult r = evaluate(model, data.test);
   write_evaluation(model, data.test, r, o.out_dir, o.dataset);
-  std::cout << "result    test accuracy " << percent(r.accuracy) << " (" << data.test.size()
-            << " images), test loss " << fixed4(r.loss) << "\n";
+  std::cout << "result    test accuracy " << nn::format_percent(r.accuracy) << " (" << data.test.size()
+            << " images), test loss " << nn::format_fixed(r.loss, 4) << "\n";
   return 0;
 }
 
