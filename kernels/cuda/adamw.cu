@@ -1,0 +1,9 @@
+// kernels/cuda/adamw.cu: (to be written)
+#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/ops.h"
+
+namespace kernels::cuda::NNLAB_CUDA_NS {
+
+void add_adamw(Kernels&) {}
+
+}  // namespace kernels::cuda::NNLAB_CUDA_NS

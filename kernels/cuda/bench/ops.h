@@ -1,0 +1,98 @@
+// kernels/cuda/bench/ops.h: every CUDA op described for the GPU harness: its versions (from
+// a device's Kernels table, plus peers such as cuBLAS), its sizes, and how to make a
+// Problem at one size on one device: inputs made and uploaded, the reference computed on
+// the CPU (plain loops, in double), ready to validate any version and then time it.
+//
+// The same descriptions serve three users:
+//   - tests/test_cuda_kernels.cpp validates every version at the test sizes on the emulator
+//     (and on the GPU when there is one, label "device");
+//   - the GPU bench (kernels/cuda/bench/run.h, `nnlab cuda bench`) validates, then times
+//     with CUDA events at sizes that fill the GPU, against measured ceilings;
+//   - lesson 09 walks the ladders with them.
+// One file per op here (kernels/cuda/bench/<op>.cpp), beside the op's .cu file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/device.h"
+#include "kernels/harness.h"
+
+namespace kernels::cuda::bench {
+
+// A version of the op, or a peer it is measured against (cuBLAS), which is validated the
+// same way.
+struct Variant {
+  KernelInfo info;
+  bool peer = false;
+};
+
+// One op at one size on one device.
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  virtual std::string shape() const = 0;  // "M=N=K=4096", "rows=4096 cols=50304"
+  // Useful floating-point operations (an FMA counts 2); 0 when the op is not about FLOPs.
+  virtual double flops() const = 0;
+  // Bytes variant v moves to and from device memory at least: what a perfect cache would
+  // leave (an unfused version's extra trips count: that is the point of fusing).
+  virtual double bytes(size_t variant) const = 0;
+  // Launches variant v on the inputs (asynchronous on a GPU; the timed call).
+  virtual void run(size_t variant) = 0;
+  // Fills the outputs with NaN, runs variant v, downloads and compares with the reference.
+  virtual harness::Check validate(size_t variant) = 0;
+  // Device bytes of scratch variant v allocated for itself (attention: the T x T scores).
+  virtual size_t workspace_bytes(size_t /*variant*/) const { return 0; }
+};
+
+struct Op {
+  std::string name;     // "matmul"
+  std::string summary;  // one line
+  std::vector<std::string> sizes;       // the GPU bench's default: big enough to fill an H100
+  std::vector<std::string> test_sizes;  // small, odd where it matters: what the emulator runs
+  // The variants on this device: every version of the op in the device's table, then peers.
+  std::function<std::vector<Variant>(Device&)> variants;
+  // Makes the inputs and reference at one size; std::invalid_argument on a bad size.
+  std::function<std::unique_ptr<Problem>(Device&, const std::string& size, uint64_t seed)> make;
+};
+
+// Every op, in lesson order (kernels/cuda/bench/registry.cpp).
+const std::vector<Op>& ops();
+// By name; throws std::invalid_argument naming the ops it knows.
+const Op& op(const std::string& name);
+
+// One per op (kernels/cuda/bench/<op>.cpp).
+Op matmul_op();
+Op cos2_op();
+Op softmax_op();
+Op layernorm_forward_op();
+Op layernorm_backward_op();
+Op residual_layernorm_op();
+Op gelu_op();
+Op bias_gelu_op();
+Op crossentropy_op();
+Op adamw_op();
+Op attention_op();
+
+// ---- helpers the op descriptions share (kernels/cuda/bench/registry.cpp) -------------------
+
+// The table's versions of one op as Variants: variants_of(dev.kernels().softmax).
+template <class V>
+std::vector<Variant> variants_of(const std::vector<V>& versions) {
+  std::vector<Variant> out;
+  for (const auto& v : versions) out.push_back({v.info, false});
+  return out;
+}
+
+// Random floats in [lo, hi) (never all zero), uploaded to a new device buffer.
+Buffer<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
+                            std::vector<float>* host_copy = nullptr);
+// Downloads a device buffer and compares it with the reference (harness::compare).
+harness::Check compare_device(const std::string& name, const Buffer<float>& got, const std::vector<double>& want,
+                              harness::Tolerance tol);
+
+}  // namespace kernels::cuda::bench

@@ -1,0 +1,41 @@
+// kernels/cuda/bench/registry.cpp: the list of CUDA ops, in lesson order, and the helpers
+// their descriptions share (kernels/cuda/bench/ops.h).
+#include <stdexcept>
+
+#include "kernels/cuda/bench/ops.h"
+
+namespace kernels::cuda::bench {
+
+const std::vector<Op>& ops() {
+  static const std::vector<Op> all = {
+      matmul_op(),        cos2_op(),     softmax_op(),         layernorm_forward_op(),
+      layernorm_backward_op(), residual_layernorm_op(), gelu_op(), bias_gelu_op(),
+      crossentropy_op(),  adamw_op(),    attention_op(),
+  };
+  return all;
+}
+
+const Op& op(const std::string& name) {
+  std::string known;
+  for (const Op& o : ops()) {
+    if (o.name == name) return o;
+    known += (known.empty() ? "" : ", ") + o.name;
+  }
+  throw std::invalid_argument("no CUDA op '" + name + "' (known: " + known + ")");
+}
+
+Buffer<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo, float hi, std::vector<float>* host_copy) {
+  std::vector<float> host(n);
+  harness::fill_random(host, seed, lo, hi);
+  Buffer<float> b(dev, host);
+  if (host_copy) *host_copy = std::move(host);
+  return b;
+}
+
+harness::Check compare_device(const std::string& name, const Buffer<float>& got, const std::vector<double>& want,
+                              harness::Tolerance tol) {
+  const std::vector<float> host = got.to_host();
+  return harness::compare(name, host, want, tol);
+}
+
+}  // namespace kernels::cuda::bench

@@ -1,0 +1,198 @@
+// kernels/cuda/device.h: the CUDA kernels seen from plain C++ (no CUDA types; C++17, as
+// nvcc compiles it too), so the
+// tests, the bench, lesson 09 and the GPT trainer drive the GPU and the emulator with the
+// same code:
+//
+//   Device& dev = kernels::cuda::default_device();   // the GPU if there is one, else the emulator
+//   Buffer<float> a(dev, n);  a.upload(host);         // cudaMalloc + cudaMemcpy
+//   dev.kernels().matmul[2].run(c, a, b, M, N, K);    // version v3 of the matmul ladder
+//
+// Every op has numbered versions (v1 naive ... vN fused/tiled), each with what it changes
+// and the compute capability it needs; the .cu file of the op lists them in its header
+// comment. All pointers are device pointers; all matrices row-major; every launcher runs on
+// the default stream and returns without waiting (Device::synchronize waits).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kernels::cuda {
+
+// Every CUDA failure we report: the message says what was being done and why it failed
+// (a kernel misusing the emulator: which kernel, block and thread, and what it did).
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---- the ops: one launcher signature each ---------------------------------------------
+
+// C (M,N) = A (M,K) . B (K,N)
+using MatmulFn = void (*)(float* C, const float* A, const float* B, int M, int N, int K);
+// out = cos(cos(in)), n floats: the fusion demo (two kernels vs one).
+using Cos2Fn = void (*)(float* out, const float* in, int n);
+// out (rows, cols) = softmax of each row of in.
+using SoftmaxFn = void (*)(float* out, const float* in, int rows, int cols);
+// out (N,C) = (inp - mean) * rstd * weight + bias over each row; mean, rstd (N) are saved
+// for the backward pass.
+using LayerNormForwardFn = void (*)(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                    const float* bias, int N, int C);
+// dinp (N,C), dweight (C), dbias (C) += the gradients (all three accumulate, as llm.c).
+using LayerNormBackwardFn = void (*)(float* dinp, float* dweight, float* dbias, const float* dout,
+                                     const float* inp, const float* weight, const float* mean, const float* rstd,
+                                     int N, int C);
+// residual (N,C) = a + b; out, mean, rstd = layernorm(residual) (the transformer block's
+// residual add followed by the next layernorm).
+using ResidualLayerNormFn = void (*)(float* residual, float* out, float* mean, float* rstd, const float* a,
+                                     const float* b, const float* weight, const float* bias, int N, int C);
+// out = gelu(inp) (tanh approximation), n floats.
+using GeluFn = void (*)(float* out, const float* inp, int n);
+// out (rows, cols) = gelu(inp + bias[col]).
+using BiasGeluFn = void (*)(float* out, const float* inp, const float* bias, int rows, int cols);
+// Per row n of logits (N,V): losses[n] = -log softmax(logits[n])[targets[n]], and
+// dlogits (N,V) = (softmax(logits[n]) - onehot(targets[n])) / N (the gradient of the mean loss).
+using CrossEntropyFn = void (*)(float* losses, float* dlogits, const float* logits, const int* targets, int N, int V);
+// One AdamW step over n parameters (PyTorch's formula; t counts from 1):
+//   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p)
+struct AdamWArgs {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  int t = 1;
+};
+using AdamWFn = void (*)(float* params, float* m, float* v, const float* grads, size_t n, AdamWArgs args);
+// Causal self-attention forward: qkv (B,T,3C) holds q, k, v side by side (as the GPT's
+// qkv projection writes them), NH heads of C/NH; out (B,T,C). workspace: the bytes
+// Version::workspace says (the unfused version keeps the (B,NH,T,T) scores there; the
+// fused one needs none: that is the O(T^2) vs O(T) memory).
+using AttentionFn = void (*)(float* out, float* workspace, const float* qkv, int B, int T, int C, int NH);
+using WorkspaceFn = size_t (*)(int B, int T, int C, int NH);
+
+// ---- the versions of an op ---------------------------------------------------------------
+
+struct KernelInfo {
+  std::string id;       // "v3"
+  std::string name;     // "shared-memory tiles"
+  std::string summary;  // one line: what it changes and why
+  int min_sm = 50;      // compute capability it needs, 10 * major + minor (80: tensor-core TF32)
+};
+
+template <class Fn>
+struct Version {
+  KernelInfo info;
+  Fn run = nullptr;
+  WorkspaceFn workspace = nullptr;  // attention only: device bytes of scratch it needs
+};
+
+// Every op's ladder, in lesson order. One table per build (GPU, emulator).
+struct Kernels {
+  std::vector<Version<MatmulFn>> matmul;
+  std::vector<Version<Cos2Fn>> cos2;
+  std::vector<Version<SoftmaxFn>> softmax;
+  std::vector<Version<LayerNormForwardFn>> layernorm_forward;
+  std::vector<Version<LayerNormBackwardFn>> layernorm_backward;
+  std::vector<Version<ResidualLayerNormFn>> residual_layernorm;
+  std::vector<Version<GeluFn>> gelu;
+  std::vector<Version<BiasGeluFn>> bias_gelu;
+  std::vector<Version<CrossEntropyFn>> crossentropy;
+  std::vector<Version<AdamWFn>> adamw;
+  std::vector<Version<AttentionFn>> attention;
+};
+
+// ---- a device: the GPU or the emulator ----------------------------------------------------
+
+struct DeviceInfo {
+  std::string name;      // "NVIDIA H100 80GB HBM3" or "nnlab CUDA emulator (on the CPU)"
+  bool emulated = false;
+  int sm = 0;            // compute capability, 10 * major + minor
+  int multiprocessors = 0;
+  size_t memory_bytes = 0;
+  size_t l2_bytes = 0;
+  size_t smem_per_block_optin = 0;
+  std::string runtime;   // "CUDA runtime 12.4, driver 12.6" or "emulator"
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual const Kernels& kernels() const = 0;
+  // Throws Error (kernels/cuda/cuda.h) with the request and the free memory when out of memory.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
+  virtual void copy(void* device_dst, const void* device_src, size_t bytes) = 0;
+  virtual void fill_bytes(void* device_dst, int byte, size_t bytes) = 0;
+  // Waits for everything launched so far; throws Error if a kernel failed.
+  virtual void synchronize() = 0;
+  // Milliseconds `work` takes on the device, between two events around it.
+  virtual double time_ms(const std::function<void()>& work) = 0;
+  // Evicts the L2 cache (writes a buffer twice its size), so the next run starts from DRAM.
+  virtual void flush_l2() = 0;
+  // Device memory in use right now (cudaMemGetInfo on a GPU: every process's; the
+  // emulator: its own allocations).
+  virtual size_t memory_in_use() const = 0;
+};
+
+// The emulator: always available.
+Device& emulator();
+// The first GPU, or nullptr with the reason in *why_not ("built without nvcc", "no CUDA
+// device: ...").
+Device* gpu(std::string* why_not = nullptr);
+// NNLAB_DEVICE=emu or =gpu chooses; otherwise the GPU when there is one, else the emulator.
+// NNLAB_DEVICE=gpu without a GPU throws Error saying why.
+Device& default_device();
+
+// An owning device buffer of n T's.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Device& dev, size_t n) : dev_(&dev), n_(n), p_(static_cast<T*>(dev.allocate(n * sizeof(T)))) {}
+  Buffer(Device& dev, const std::vector<T>& host) : Buffer(dev, host.size()) { upload(host); }
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept : dev_(o.dev_), n_(o.n_), p_(o.p_) { o.p_ = nullptr; o.n_ = 0; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      dev_ = o.dev_; n_ = o.n_; p_ = o.p_;
+      o.p_ = nullptr; o.n_ = 0;
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  size_t bytes() const { return n_ * sizeof(T); }
+  // Copies min(n, size()) elements. (C++17: nvcc compiles this header too, so no std::span.)
+  void upload(const T* host, size_t n) { dev_->upload(p_, host, std::min(n, n_) * sizeof(T)); }
+  void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
+  void download(T* host, size_t n) const { dev_->download(host, p_, std::min(n, n_) * sizeof(T)); }
+  std::vector<T> to_host() const {
+    std::vector<T> h(n_);
+    download(h.data(), n_);
+    return h;
+  }
+  // Fills every byte (0xFF makes every float a NaN: an output never written stays NaN).
+  void fill_bytes(int byte) { dev_->fill_bytes(p_, byte, bytes()); }
+  void reset() {
+    if (p_) dev_->release(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+
+ private:
+  Device* dev_ = nullptr;
+  size_t n_ = 0;
+  T* p_ = nullptr;
+};
+
+}  // namespace kernels::cuda

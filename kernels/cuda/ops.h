@@ -1,0 +1,24 @@
+// kernels/cuda/ops.h: inside one build (kernels::cuda::hw or ::emu, see cuda.h), each op's
+// .cu file adds its versions to the build's table (kernels/cuda/device.h: Kernels), and
+// device_impl.cu makes the build's Device. Include after kernels/cuda/cuda.h.
+#pragma once
+
+#include <string>
+
+#include "kernels/cuda/device.h"
+
+namespace kernels::cuda::NNLAB_CUDA_NS {
+
+void add_matmul(Kernels& k);              // matmul.cu
+void add_elementwise(Kernels& k);         // elementwise.cu: cos2, gelu, bias_gelu
+void add_softmax(Kernels& k);             // softmax.cu
+void add_layernorm(Kernels& k);           // layernorm.cu: forward, backward, residual + layernorm
+void add_crossentropy(Kernels& k);        // crossentropy.cu
+void add_adamw(Kernels& k);               // adamw.cu
+void add_attention(Kernels& k);           // attention.cu
+
+// This build's device (device_impl.cu): the emulator always; on the GPU build, the first
+// GPU, or nullptr with the reason in *why_not.
+Device* the_device(std::string* why_not);
+
+}  // namespace kernels::cuda::NNLAB_CUDA_NS

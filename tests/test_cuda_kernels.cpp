@@ -1,0 +1,69 @@
+// Every version of every CUDA op, validated against its CPU reference (kernels/cuda/bench/ops.h)
+// at small sizes: through the emulator in the default test run, and on the GPU when there is
+// one (tag [device], ctest label "device"; reported as skipped without a GPU).
+#include <catch2/catch.hpp>
+
+#include <iostream>
+#include <string>
+
+#include "kernels/cuda/bench/ops.h"
+
+namespace cb = kernels::cuda::bench;
+
+namespace {
+
+// Validates every version (and peer) of `name` at its test sizes on `dev`.
+void validate_op(kernels::cuda::Device& dev, const std::string& name) {
+  const cb::Op& op = cb::op(name);
+  const std::vector<cb::Variant> variants = op.variants(dev);
+  INFO(op.name << " on " << dev.info().name);
+  REQUIRE(variants.size() >= 2);  // a ladder has rungs
+  REQUIRE_FALSE(op.test_sizes.empty());
+  uint64_t seed = 1;
+  for (const std::string& size : op.test_sizes) {
+    const auto problem = op.make(dev, size, seed++);
+    for (size_t v = 0; v < variants.size(); ++v) {
+      if (variants[v].info.min_sm > dev.info().sm) {
+        WARN(op.name << " " << variants[v].info.id << " needs compute capability " << variants[v].info.min_sm
+                     << ": not run on " << dev.info().name);
+        continue;
+      }
+      INFO(op.name << " " << variants[v].info.id << " (" << variants[v].info.name << ") at " << problem->shape());
+      const kernels::harness::Check c = problem->validate(v);
+      INFO(c.report);
+      CHECK(c.ok());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda emu: matmul ladder", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "matmul"); }
+TEST_CASE("cuda emu: cos2 fusion", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "cos2"); }
+TEST_CASE("cuda emu: softmax", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "softmax"); }
+TEST_CASE("cuda emu: layernorm forward", "[cuda][emu-kernels]") {
+  validate_op(kernels::cuda::emulator(), "layernorm_forward");
+}
+TEST_CASE("cuda emu: layernorm backward", "[cuda][emu-kernels]") {
+  validate_op(kernels::cuda::emulator(), "layernorm_backward");
+}
+TEST_CASE("cuda emu: residual + layernorm", "[cuda][emu-kernels]") {
+  validate_op(kernels::cuda::emulator(), "residual_layernorm");
+}
+TEST_CASE("cuda emu: gelu", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "gelu"); }
+TEST_CASE("cuda emu: bias + gelu", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "bias_gelu"); }
+TEST_CASE("cuda emu: cross-entropy", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "crossentropy"); }
+TEST_CASE("cuda emu: adamw", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "adamw"); }
+TEST_CASE("cuda emu: attention", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "attention"); }
+
+TEST_CASE("cuda gpu: every op's versions on the GPU", "[cuda][device]") {
+  std::string why;
+  kernels::cuda::Device* gpu = kernels::cuda::gpu(&why);
+  if (!gpu) {
+    std::cout << "SKIPPED: no GPU (" << why << ")\n";
+    return;
+  }
+  for (const cb::Op& op : cb::ops()) {
+    SECTION(op.name) { validate_op(*gpu, op.name); }
+  }
+}
