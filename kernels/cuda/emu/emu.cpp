@@ -3,6 +3,9 @@
 #include "kernels/cuda/emu/emu.h"
 
 #include <fenv.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -294,7 +297,33 @@ BreakAt parse_break() {
 
 bool same(uint3 a, uint3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
 
-void yield() { swapcontext(&g_current->ctx, &g_launch->sched); }
+// AddressSanitizer must be told when the stack changes under it (the sanitize preset);
+// elsewhere these are empty.
+#if defined(__SANITIZE_ADDRESS__)
+const void* g_sched_stack_bottom = nullptr;
+size_t g_sched_stack_size = 0;
+void* g_sched_fake_stack = nullptr;
+void asan_enter_fiber(const Stack& s) { __sanitizer_start_switch_fiber(&g_sched_fake_stack, s.map + kPage, s.bytes); }
+void asan_back_in_scheduler() { __sanitizer_finish_switch_fiber(g_sched_fake_stack, nullptr, nullptr); }
+void asan_fiber_started() { __sanitizer_finish_switch_fiber(nullptr, &g_sched_stack_bottom, &g_sched_stack_size); }
+void asan_leave_fiber(bool finished) {
+  static void* fake = nullptr;
+  __sanitizer_start_switch_fiber(finished ? nullptr : &fake, g_sched_stack_bottom, g_sched_stack_size);
+}
+void asan_fiber_resumed() { __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr); }
+#else
+void asan_enter_fiber(const Stack&) {}
+void asan_back_in_scheduler() {}
+void asan_fiber_started() {}
+void asan_leave_fiber(bool) {}
+void asan_fiber_resumed() {}
+#endif
+
+void yield() {
+  asan_leave_fiber(g_current->wait == Wait::Done);
+  swapcontext(&g_current->ctx, &g_launch->sched);
+  asan_fiber_resumed();
+}
 
 void fail_here(const std::string& what) {
   g_launch->failed = true;
@@ -323,6 +352,7 @@ namespace cudaemu {
 namespace {
 
 void fiber_main() {
+  asan_fiber_started();
   Fiber* f = g_current;
   cudaemu_thread_start(g_launch->name, g_block_idx.x, g_block_idx.y, g_block_idx.z, f->idx.x, f->idx.y, f->idx.z);
   static const BreakAt brk = parse_break();
@@ -475,7 +505,9 @@ void run_block() {
         continue;
       }
       g_current = &f;
+      asan_enter_fiber(stack_for(i));
       swapcontext(&g_launch->sched, &f.ctx);
+      asan_back_in_scheduler();
       if (g_launch->failed) return;
       any_waiting |= f.wait != Wait::Done;
     }
