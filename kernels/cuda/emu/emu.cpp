@@ -237,7 +237,13 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
 #else
     (void)uctx;
 #endif
-    what = describe_address(info->si_addr, write);
+    // A general-protection fault (SI_KERNEL) reports no address: on x86 that is almost
+    // always an aligned SSE/AVX load or store (float4) at an address not 16-byte aligned.
+    what = info->si_code == SI_KERNEL
+               ? std::string("made a misaligned vector access (a float4 load or store needs a 16-byte aligned "
+                             "address: is the pointer offset by a number of floats that is not a multiple of 4?) "
+                             "or touched a non-canonical address")
+               : describe_address(info->si_addr, write);
   }
   g_launch->failed = true;
   g_launch->error = where(*g_current) + ": " + what;

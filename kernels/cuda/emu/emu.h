@@ -30,7 +30,9 @@
 //   - a launch configuration a GPU would refuse (more than 1024 threads, too much shared
 //     memory).
 // What it does not model: timing (an emulated launch says nothing about GPU speed), memory
-// coalescing and bank conflicts, warp divergence costs, data races between blocks (blocks
+// coalescing and bank conflicts, warp divergence costs, misaligned float4 accesses (caught
+// only when the compiler happens to emit an aligned SSE/AVX move: then the error says
+// "misaligned"), data races between blocks (blocks
 // never overlap here), and reads of uninitialised *static* __shared__ arrays (zero at the
 // first launch, then whatever the previous block left).
 //
