@@ -1,7 +1,11 @@
 // kernels/cuda/bench/elementwise.cpp: the element-wise ops for the GPU harness: cos2 (the
 // fusion demo), gelu, bias + gelu (kernels/cuda/elementwise.cu).
 #include <cmath>
-#include <stdexcept>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "kernels/bench/ops.h"  // parse_dims, short_count
 #include "kernels/cuda/bench/ops.h"
@@ -55,15 +59,154 @@ Op cos2_op() {
   return op;
 }
 
-// ---- gelu, bias + gelu (to be written) -----------------------------------------------------
+// ---- gelu, bias + gelu ----------------------------------------------------------------------
+
+namespace {
+
+// gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in double.
+double gelu_ref(double x) {
+  const double pi = 3.14159265358979323846;
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+}
+
+// tanhf is within 2 ulp; where 1 + tanh(u) cancels (x from -3 to -5 here) that is up to
+// 0.5 |x| 2 ulp(1) ~ 6e-7 absolute on a result near 0: atol 1e-6; elsewhere a few ulp of
+// the result: rtol 1e-5.
+constexpr harness::Tolerance kGeluTol{1e-6, 1e-5};
+
+// out[at .. at + n) of a buffer of n + 1 floats (at = 0 or 1) against want, and the one float
+// outside that window must still hold validate's 0xFF fill: a write past the end (at = 0) or
+// before the start (at = 1) changes it.
+harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
+                              const std::vector<double>& want, harness::Tolerance tol) {
+  const std::vector<float> host = out.to_host();
+  harness::Check c = harness::compare(name, std::span<const float>(host.data() + at, n), want, tol);
+  const size_t outside = at == 0 ? n : 0;
+  uint32_t bits = 0;
+  std::memcpy(&bits, &host[outside], sizeof bits);
+  if (bits != 0xFFFFFFFFu) {
+    ++c.mismatches;
+    c.report += name + ": the float " + (at == 0 ? "after the end" : "before the start") +
+                " of the output was overwritten\n";
+  }
+  return c;
+}
+
+// A copy of host one float into a new buffer of n + 1: a start 4- but not 16-byte aligned.
+Buffer<float> shifted_copy(Device& dev, const std::vector<float>& host) {
+  Buffer<float> b(dev, host.size() + 1);
+  dev.upload(b.data() + 1, host.data(), host.size() * sizeof(float));
+  return b;
+}
+
+class GeluProblem final : public Problem {
+ public:
+  GeluProblem(Device& dev, size_t n, uint64_t seed) : dev_(dev), n_(n), out_(dev, n + 1), want_(n) {
+    // [-5, 5]: both tails (gelu ~ 0 and gelu ~ x) and the bend between them.
+    std::vector<float> host;
+    in_ = random_buffer(dev, n, seed, -5.0f, 5.0f, &host);
+    in_shifted_ = shifted_copy(dev, host);
+    for (size_t i = 0; i < n; ++i) want_[i] = gelu_ref(host[i]);
+  }
+  std::string shape() const override { return "n=" + kernels::bench::short_count(n_); }
+  // ~20 FLOPs and a tanh per element, against 8 bytes: memory-bound; GB/s only.
+  double flops() const override { return 0.0; }
+  // Both versions read and write each element once; v2 only moves them in fewer, wider
+  // instructions.
+  double bytes(size_t) const override { return static_cast<double>(n_) * 8.0; }
+  void run(size_t v) override { run_at(v, 0); }
+  // Aligned, then with input and output one float into their buffers (v2's fallback).
+  harness::Check validate(size_t v) override {
+    harness::Check c;
+    for (size_t at : {size_t{0}, size_t{1}}) {
+      out_.fill_bytes(0xFF);
+      run_at(v, at);
+      dev_.synchronize();
+      c = harness::merge(c, compare_window(at == 0 ? "out" : "out (start 4 bytes past 16-byte alignment)", out_, at,
+                                           n_, want_, kGeluTol));
+    }
+    return c;
+  }
+
+ private:
+  void run_at(size_t v, size_t at) {
+    const float* in = at == 0 ? in_.data() : in_shifted_.data() + 1;
+    dev_.kernels().gelu.at(v).run(out_.data() + at, in, static_cast<int>(n_));
+  }
+
+  Device& dev_;
+  size_t n_;
+  Buffer<float> in_, in_shifted_, out_;
+  std::vector<double> want_;
+};
+
+class BiasGeluProblem final : public Problem {
+ public:
+  BiasGeluProblem(Device& dev, size_t rows, size_t cols, uint64_t seed)
+      : dev_(dev), rows_(rows), cols_(cols), n_(rows * cols), out_(dev, n_ + 1), want_(n_) {
+    // inp in [-4, 4], bias in [-1, 1]: pre-activations over [-5, 5], as GeluProblem.
+    std::vector<float> inp, bias;
+    inp_ = random_buffer(dev, n_, seed, -4.0f, 4.0f, &inp);
+    bias_ = random_buffer(dev, cols, seed + 1, -1.0f, 1.0f, &bias);
+    inp_shifted_ = shifted_copy(dev, inp);
+    bias_shifted_ = shifted_copy(dev, bias);
+    // out = gelu(inp + bias[col]), in double
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) {
+        want_[r * cols + c] = gelu_ref(static_cast<double>(inp[r * cols + c]) + static_cast<double>(bias[c]));
+      }
+    }
+  }
+  std::string shape() const override {
+    return "rows=" + kernels::bench::short_count(rows_) + " cols=" + kernels::bench::short_count(cols_);
+  }
+  double flops() const override { return 0.0; }
+  // Unfused (v1): read inp, write out (bias add), read out, write out (gelu): 16 B/element;
+  // fused (v2, v3): read inp, write out: 8 B. The bias (cols floats) is read once. Told
+  // apart by the version's name, not its place in the table.
+  double bytes(size_t v) const override {
+    const bool unfused = dev_.kernels().bias_gelu.at(v).info.name == "unfused";
+    return (unfused ? 16.0 : 8.0) * static_cast<double>(n_) + 4.0 * static_cast<double>(cols_);
+  }
+  void run(size_t v) override { run_at(v, 0); }
+  // Aligned, then with inp, bias and out one float into their buffers (v3's fallback).
+  harness::Check validate(size_t v) override {
+    harness::Check c;
+    for (size_t at : {size_t{0}, size_t{1}}) {
+      out_.fill_bytes(0xFF);
+      run_at(v, at);
+      dev_.synchronize();
+      c = harness::merge(c, compare_window(at == 0 ? "out" : "out (start 4 bytes past 16-byte alignment)", out_, at,
+                                           n_, want_, kGeluTol));
+    }
+    return c;
+  }
+
+ private:
+  void run_at(size_t v, size_t at) {
+    const float* inp = at == 0 ? inp_.data() : inp_shifted_.data() + 1;
+    const float* bias = at == 0 ? bias_.data() : bias_shifted_.data() + 1;
+    dev_.kernels().bias_gelu.at(v).run(out_.data() + at, inp, bias, static_cast<int>(rows_), static_cast<int>(cols_));
+  }
+
+  Device& dev_;
+  size_t rows_, cols_, n_;
+  Buffer<float> inp_, bias_, inp_shifted_, bias_shifted_, out_;
+  std::vector<double> want_;
+};
+
+}  // namespace
 
 Op gelu_op() {
   Op op;
   op.name = "gelu";
-  op.summary = "(to be written)";
+  op.summary = "out = gelu(x), tanh form: one element per thread vs float4 with a grid-stride loop";
+  op.sizes = {"64M"};
+  op.test_sizes = {"1000", "4099", "3"};
   op.variants = [](Device& dev) { return variants_of(dev.kernels().gelu); };
-  op.make = [](Device&, const std::string&, uint64_t) -> std::unique_ptr<Problem> {
-    throw std::invalid_argument("gelu: not written yet");
+  op.make = [](Device& dev, const std::string& size, uint64_t seed) -> std::unique_ptr<Problem> {
+    const size_t n = kernels::bench::parse_dims("gelu", size, 1, "n, e.g. 64M")[0];
+    return std::make_unique<GeluProblem>(dev, n, seed);
   };
   return op;
 }
@@ -71,10 +214,14 @@ Op gelu_op() {
 Op bias_gelu_op() {
   Op op;
   op.name = "bias_gelu";
-  op.summary = "(to be written)";
+  op.summary = "out = gelu(inp + bias): bias add then gelu (4 trips) vs fused (2 trips) vs fused with float4";
+  // 16384 x 3072: the GPT-2 small MLP's hidden layer (4 x 768) for 16 x 1024 tokens, 48M floats.
+  op.sizes = {"16384x3072"};
+  op.test_sizes = {"7x1000", "33x67", "5x4099"};
   op.variants = [](Device& dev) { return variants_of(dev.kernels().bias_gelu); };
-  op.make = [](Device&, const std::string&, uint64_t) -> std::unique_ptr<Problem> {
-    throw std::invalid_argument("bias_gelu: not written yet");
+  op.make = [](Device& dev, const std::string& size, uint64_t seed) -> std::unique_ptr<Problem> {
+    const std::vector<size_t> d = kernels::bench::parse_dims("bias_gelu", size, 2, "rowsxcols, e.g. 16384x3072");
+    return std::make_unique<BiasGeluProblem>(dev, d[0], d[1], seed);
   };
   return op;
 }
