@@ -29,7 +29,13 @@ struct Exercise {
   int line = 0;        // where its block starts in manifest.txt
 
   // Everything else follows from the name (exercises/CMakeLists.txt uses the same rules).
-  std::string solution_file() const { return "exercises/solutions/" + name + ".cpp"; }
+  // The solution has the stub's extension: NN_name.cpp, or NN_name.cu for a CUDA exercise.
+  std::string solution_file() const { return "exercises/solutions/" + name + extension(); }
+  // ".cu" when the stub is a CUDA kernel file, else ".cpp".
+  std::string extension() const {
+    const bool is_cu = file.size() > 3 && file.compare(file.size() - 3, 3, ".cu") == 0;
+    return is_cu ? ".cu" : ".cpp";
+  }
   std::string test_file() const { return "exercises/" + name + "/test.cpp"; }
   // The build targets: the stub with its tests, the reference solution with the same tests.
   std::string target(bool solution) const {
