@@ -114,7 +114,12 @@ std::pair<const cb::Result*, const cb::Result*> ends_of_ladder(const std::vector
 
 std::string device_line(const Device& dev, const std::string& why_no_gpu) {
   const kernels::cuda::DeviceInfo& d = dev.info();
-  if (d.emulated) return "EMULATED on the CPU: " + (why_no_gpu.empty() ? std::string("--device emu asked for it") : why_no_gpu);
+  if (d.emulated) {
+    const std::string why = why_no_gpu.empty()
+                                ? "a GPU is here, but the emulator was asked for (--device emu or NNLAB_DEVICE=emu)"
+                                : why_no_gpu;
+    return "EMULATED on the CPU: " + why;
+  }
   std::ostringstream os;
   os << "on the GPU: " << d.name << " (compute capability " << d.sm / 10 << "." << d.sm % 10 << ", "
      << d.multiprocessors << " SMs, " << fixed(static_cast<double>(d.memory_bytes) / (1u << 30), 1) << " GiB, "
