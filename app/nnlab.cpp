@@ -8,9 +8,11 @@
 //   nnlab lesson06 [--part compare]   LSTM: the same tasks, RNN vs LSTM
 //   nnlab lesson07 [--part loops]     attention: loops, scale, softmax numerics, heads, gradients
 //   nnlab lesson08 [--part train]     the GPT: shapes, memory, FLOPs; train and sample
+//   nnlab lesson09 [--part ladder]    CUDA: the matmul ladder, fusion, the emulator catching bugs
 //   nnlab gpt <train|sample|eval|bench|dump|diff>  the GPT trainer and sampler (lessons 07-08)
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
+//   nnlab cuda <info|bench|goals>     the CUDA kernels: the device, their benchmark, the goals
 //   nnlab info                        what this build can do (SIMD, threads, CUDA)
 //
 // Each subcommand is the same code as the lesson's stand-alone program (lessons/NN-*/main.cpp).
@@ -22,6 +24,7 @@
 
 #include "app/bench.h"
 #include "app/check.h"
+#include "app/cuda.h"
 #include "app/info.h"
 #include "gpt/cli.h"
 #include "lessons/01-neuron/neuron.h"
@@ -32,6 +35,7 @@
 #include "lessons/06-lstm/lstm_lesson.h"
 #include "lessons/07-attention/attention_lesson.h"
 #include "lessons/08-gpt/gpt_lesson.h"
+#include "lessons/09-cuda/cuda_lesson.h"
 #include "lessons/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -79,6 +83,11 @@ int main(int argc, char** argv) {
       "lesson08", "Lesson 08: the GPT; every shape, the memory, the FLOPs; train and sample");
   lesson08::add_options(*lesson08_cmd, lesson08_opts);
 
+  lesson09::Options lesson09_opts;
+  CLI::App* lesson09_cmd = app.add_subcommand(
+      "lesson09", "Lesson 09: CUDA; the matmul ladder, kernel fusion, the emulator catching bugs");
+  lesson09::add_options(*lesson09_cmd, lesson09_opts);
+
   gpt::CliOptions gpt_opts;
   CLI::App* gpt_cmd = gpt::add_gpt_command(app, gpt_opts);
 
@@ -90,6 +99,9 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "Benchmark kernels: validate every version, then time it, against measured ceilings");
   app::add_bench_options(*bench_cmd, bench_opts);
+
+  app::CudaOptions cuda_opts;
+  CLI::App* cuda_cmd = app::add_cuda_command(app, cuda_opts);
 
   CLI::App* info_cmd = app.add_subcommand("info", "Show what this build can do: compiler, SIMD, threads, CUDA");
 
@@ -103,7 +115,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, gpt, check, bench, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson09, gpt, check, bench, cuda, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -122,9 +134,11 @@ int main(int argc, char** argv) {
     if (*lesson06_cmd) return lesson06::run(lesson06_opts);
     if (*lesson07_cmd) return lesson07::run(lesson07_opts);
     if (*lesson08_cmd) return lesson08::run(lesson08_opts);
+    if (*lesson09_cmd) return lesson09::run(lesson09_opts);
     if (*gpt_cmd) return gpt::run_gpt_command(*gpt_cmd, gpt_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);
+    if (*cuda_cmd) return app::run_cuda_command(*cuda_cmd, cuda_opts);
     if (*info_cmd) return app::run_info();
     return 2;  // unreachable: require_subcommand(1)
   });

@@ -71,6 +71,10 @@ using AdamWFn = void (*)(float* params, float* m, float* v, const float* grads, 
 // fused one needs none: that is the O(T^2) vs O(T) memory).
 using AttentionFn = void (*)(float* out, float* workspace, const float* qkv, int B, int T, int C, int NH);
 using WorkspaceFn = size_t (*)(int B, int T, int C, int NH);
+// Not an op: the FP32 FLOP ceiling (kernels/cuda/ceilings.cu). `blocks` x `threads` threads
+// each run `iters` rounds of independent FMA chains and write one float to out; returns the
+// FLOPs launched.
+using FmaPeakFn = double (*)(float* out, int blocks, int threads, int iters);
 
 // ---- the versions of an op ---------------------------------------------------------------
 
@@ -101,6 +105,7 @@ struct Kernels {
   std::vector<Version<CrossEntropyFn>> crossentropy;
   std::vector<Version<AdamWFn>> adamw;
   std::vector<Version<AttentionFn>> attention;
+  FmaPeakFn fma_peak = nullptr;  // the GPU harness's FLOP ceiling (kernels/cuda/bench/run.h)
 };
 
 // ---- a device: the GPU or the emulator ----------------------------------------------------

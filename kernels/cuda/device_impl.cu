@@ -20,6 +20,7 @@ const Kernels& table() {
     add_crossentropy(t);
     add_adamw(t);
     add_attention(t);
+    add_ceilings(t);
     return t;
   }();
   return k;

@@ -16,6 +16,7 @@ void add_layernorm(Kernels& k);           // layernorm.cu: forward, backward, re
 void add_crossentropy(Kernels& k);        // crossentropy.cu
 void add_adamw(Kernels& k);               // adamw.cu
 void add_attention(Kernels& k);           // attention.cu
+void add_ceilings(Kernels& k);            // ceilings.cu: the FP32 FMA peak kernel
 
 // This build's device (device_impl.cu): the emulator always; on the GPU build, the first
 // GPU, or nullptr with the reason in *why_not.

@@ -97,9 +97,11 @@ struct Allocation {
   size_t bytes = 0;   // what was asked for
   char* guard = nullptr;  // the inaccessible page right after data + round_up(bytes, 16)
 };
+// Never destroyed: a Device (or any static Buffer) may free its memory while the program
+// exits, after a static map here would already be gone.
 std::map<uintptr_t, Allocation>& allocations() {
-  static std::map<uintptr_t, Allocation> a;
-  return a;
+  static auto* a = new std::map<uintptr_t, Allocation>;
+  return *a;
 }
 size_t g_bytes_allocated = 0;
 

@@ -1,0 +1,166 @@
+// kernels/cuda/bench/run.h: the GPU harness, the CUDA counterpart of kernels/harness.h's
+// run_bench, in the same order for every op (kernels/cuda/bench/ops.h describes them):
+//
+//   1. reference   the op's Problem computes the answer on the CPU, in double;
+//   2. validate    EVERY variant (numbered versions, then peers such as cuBLAS) runs on the
+//                  device and is compared with it; a variant that fails is reported and
+//                  never timed; one that needs a newer GPU (KernelInfo::min_sm) is skipped
+//                  with a note;
+//   3. time        with CUDA events (Device::time_ms): warm-up runs, then repeats, each
+//                  after Device::flush_l2() so every run starts from DRAM; median and min;
+//   4. napkin math GB/s from the bytes the variant must move, GFLOP/s from the FLOPs, the
+//                  fraction of the copy bandwidth and of the FLOP ceiling measured on the
+//                  same device in the same run (measure_ceilings), the ratio to the peer.
+//
+// On the emulator every step runs the same code, and the times are CPU times of the
+// emulator: every output says so (emulator_warning()), because they say nothing about a GPU.
+//
+// `nnlab cuda bench` (app/cuda.cpp) and lesson 09 are the command lines over this;
+// write_json / write_markdown save a run (docs/benchmarks/cuda-<gpu>.{json,md}), and
+// check_goals reads a saved JSON back and judges the goals.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/bench/ops.h"
+#include "kernels/cuda/device.h"
+#include "kernels/harness.h"
+
+namespace kernels::cuda::bench {
+
+// The device a front end's --device asks for: "gpu" (Error saying why when there is none),
+// "emu" (the emulator), "" (default_device(): NNLAB_DEVICE, else the GPU if any, else the
+// emulator). Anything else: std::invalid_argument.
+Device& choose_device(const std::string& which);
+
+// ---- the ceilings, measured on the device --------------------------------------------------
+
+struct Ceilings {
+  // Device-to-device copy (Device::copy of a buffer far larger than L2): bytes read plus
+  // bytes written, per second. A memory-bound kernel moving B bytes can take no less than
+  // B / copy_bytes_per_s.
+  double copy_gbs = 0.0;
+  size_t copy_bytes = 0;  // the size of the buffer copied
+  // FP32 FMA throughput of a kernel doing nothing else (kernels/cuda/ceilings.cu): many
+  // independent FMA chains per thread on every SM. 0 when not measured.
+  double fma_gflops = 0.0;
+  bool emulated = false;
+};
+
+struct CeilingOptions {
+  bool quick = false;  // smaller buffers, fewer repeats: for tests and --quick
+  int repeats = 5;     // the best run is kept (as STREAM does)
+};
+
+// The copy buffer is max(8 x L2, 256 MiB) on a GPU (at most a quarter of its memory), 8 x
+// L2 on the emulator.
+Ceilings measure_ceilings(Device& dev, const CeilingOptions& opts = {});
+
+// ---- run 1-4 ---------------------------------------------------------------------------
+
+struct TimingOptions {
+  int warmup = 2;            // untimed runs first (clocks ramp up, lazy module loading)
+  int repeats = 10;          // timed runs; median and min reported
+  double max_seconds = 2.0;  // stop repeating once a case has used this long (>= 1 run)
+  bool flush_l2 = true;      // Device::flush_l2() before each timed run
+};
+
+struct RunOptions {
+  std::vector<std::string> sizes;     // empty: the op's sizes on a GPU, its test_sizes emulated
+  std::vector<std::string> variants;  // ids or names; empty: all
+  bool quick = false;                 // the op's test_sizes, 1 timed run, no warm-up
+  TimingOptions timing;
+  uint64_t seed = 1;
+};
+
+// One variant at one size.
+struct Result {
+  std::string op, size, shape;         // "matmul", "4096", "M=N=K=4096"
+  std::string variant, name, summary;  // "v3", "shared-memory tiles", its one line
+  bool peer = false;
+  int min_sm = 0;
+  bool valid = false;  // passed validation
+  bool timed = false;  // valid and timed
+  bool skipped = false;  // not run at all (needs a newer GPU, not chosen, ...)
+  std::string note;    // why it was not timed, or what validation said
+  double max_abs_err = 0.0;
+  harness::Timing timing;  // seconds: every timed run, median, min
+  double flops = 0.0, bytes = 0.0;
+  double gflops = 0.0, gbs = 0.0;  // achieved (median)
+  double frac_bw = 0.0;            // gbs / the measured copy bandwidth
+  double ceiling_gflops = 0.0;     // the FLOP ceiling this row is measured against...
+  std::string ceiling;             // ... and what it is ("cublas", "fma peak"); "" none
+  double frac_peak = 0.0;          // gflops / ceiling_gflops
+  double vs_peer = 0.0;            // the peer's time / this time (1.0 = as fast); 0 = none
+  std::string peer_variant;        // which peer vs_peer compares with
+  size_t workspace_bytes = 0;      // device scratch of this variant (attention's T x T)
+  bool failed() const { return !skipped && !valid; }
+};
+
+// Runs one op on `dev`: for each size, the Problem, validation of every chosen variant,
+// then timing of the valid ones and the napkin math; a table goes to `log` as it goes.
+// An op with no versions on this device (not written yet) or no sizes gives no rows, with
+// a note in `log`. Throws std::invalid_argument for an unknown variant or a size the op
+// cannot read.
+std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, const Ceilings& ceilings,
+                           std::ostream& log);
+
+// The sizes run_op would run.
+std::vector<std::string> sizes_for(const Device& dev, const Op& op, const RunOptions& opts);
+
+// ---- a run, saved --------------------------------------------------------------------------
+
+struct Report {
+  DeviceInfo device;
+  harness::MachineInfo host;  // CPU, compiler, date
+  Ceilings ceilings;
+  TimingOptions timing;
+  std::vector<Result> results;
+};
+
+// "EMULATED: ... say nothing about a GPU": what every output of an emulated run carries.
+std::string emulator_warning();
+// "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3": the file name of a device's record.
+std::string device_slug(const std::string& device_name);
+// One line per result, as lesson 09 prints it: "v3 shared-memory tiles  1.234 ms  ...".
+std::string summary_line(const Result& r);
+
+// JSON (schema "nnlab-cuda-bench/1", see write_json in run.cpp for the fields) and a
+// markdown table; both name the device and say loudly when it was the emulator.
+void write_json(std::ostream& out, const Report& report);
+void write_markdown(std::ostream& out, const Report& report);
+// The number of results that failed validation (skipped ones do not count).
+int count_failed(const std::vector<Result>& results);
+
+// ---- the goals, judged from a saved JSON ---------------------------------------------
+
+struct Goal {
+  std::string name;     // "matmul >= 80% of cuBLAS SGEMM at 4096^3"
+  std::string verdict;  // "PASS", "FAIL" or "NOT MEASURED"
+  std::string detail;   // the numbers behind it
+  bool pass() const { return verdict == "PASS"; }
+};
+
+struct GoalsReport {
+  std::string device;
+  bool emulated = false;
+  std::vector<Goal> goals;
+  bool all_pass() const;
+};
+
+// Reads a bench JSON (write_json's) and judges:
+//   1. matmul: the best version at M=N=K=4096 (TF32 versions excluded) runs at >= 80% of
+//      cuBLAS SGEMM (the fastest peer whose id, name and summary do not say TF32);
+//   2. memory-bound fused kernels: softmax, layernorm_forward, bias_gelu and adamw, the best
+//      version of each at its largest measured size, reach >= 70% of the copy bandwidth;
+//   3. attention: at every measured T >= 1024 the best fused version (workspace below the
+//      T x T scores) is at least as fast as the best unfused one, and its workspace is O(T).
+// Throws std::invalid_argument when the text is not such a JSON.
+GoalsReport check_goals(const std::string& json_text);
+void print_goals(std::ostream& out, const GoalsReport& goals);
+
+}  // namespace kernels::cuda::bench
