@@ -18,6 +18,7 @@
 //                        an odd offset of a flat buffer) take a scalar grid-stride loop instead.
 // Whether v1's powf shows at all (it may hide under the memory time): not yet measured on a GPU.
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
 #include <algorithm>
@@ -29,20 +30,6 @@ namespace kernels::cuda::NNLAB_CUDA_NS {
 namespace {
 
 constexpr int kBlock = 256;
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// How many SMs the device has (cached: the query is slow on a GPU). Sizes v2's grid.
-int multiprocessors() {
-  static const int count = [] {
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice");
-    cudaDeviceProp prop;
-    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-    return prop.multiProcessorCount;
-  }();
-  return count;
-}
 
 // ---- v1: one thread per parameter, bias corrections per thread ------------------------------
 

@@ -27,53 +27,14 @@
 #include <string>
 
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
 
 namespace {
 
-// ---- the online (max, sum) pair: the same as softmax.cu's ------------------------------------
-// (m, s): m the max of the elements seen, s = sum_k exp(x_k - m). Empty: m = -FLT_MAX, s = 0
-// (not -INFINITY: merging two empty pairs would compute -inf - (-inf) = NaN).
-
-__device__ __forceinline__ void online_add(float& m, float& s, float x) {
-  if (x > m) {
-    s = s * expf(m - x) + 1.0f;  // re-base the old sum to the new max
-    m = x;
-  } else {
-    s += expf(x - m);
-  }
-}
-
-__device__ __forceinline__ void online_merge(float& m, float& s, float m2, float s2) {
-  const float mm = fmaxf(m, m2);
-  s = s * expf(m - mm) + s2 * expf(m2 - mm);
-  m = mm;
-}
-
-// Every thread of the block (blockDim.x a multiple of 32) ends with the block's pair:
-// butterfly shuffles within each warp, then every warp merges the per-warp pairs.
-__device__ void block_merge(float& m, float& s) {
-  __shared__ float warp_m[32];
-  __shared__ float warp_s[32];
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int warps = static_cast<int>(blockDim.x) / 32;
-  for (int offset = 16; offset > 0; offset /= 2) {
-    online_merge(m, s, __shfl_xor_sync(0xffffffffu, m, offset), __shfl_xor_sync(0xffffffffu, s, offset));
-  }
-  if (lane == 0) {
-    warp_m[warp] = m;
-    warp_s[warp] = s;
-  }
-  __syncthreads();
-  m = lane < warps ? warp_m[lane] : -FLT_MAX;
-  s = lane < warps ? warp_s[lane] : 0.0f;
-  for (int offset = 16; offset > 0; offset /= 2) {
-    online_merge(m, s, __shfl_xor_sync(0xffffffffu, m, offset), __shfl_xor_sync(0xffffffffu, s, offset));
-  }
-}
+// The online (max, sum) pair and block_merge: kernels/cuda/common.cuh.
 
 __device__ __forceinline__ float quiet_nan() { return __int_as_float(0x7fc00000); }
 

@@ -34,6 +34,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
@@ -73,22 +74,6 @@ namespace {
 __device__ __forceinline__ float gelu_tanh(float x) {
   const float u = 0.7978845608f * (x + 0.044715f * x * x * x);
   return 0.5f * x * (1.0f + tanhf(u));
-}
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// Blocks for a grid-stride loop over `items`: no more than the device keeps resident at
-// once (multiprocessors x threads per multiprocessor / block), so each thread loops instead
-// of a new block starting; fewer when there is less work.
-// (The properties are asked for once: cudaGetDeviceProperties is slow next to a launch.)
-int grid_stride_blocks(int items, int block) {
-  static const cudaDeviceProp props = [] {
-    cudaDeviceProp p{};
-    check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
-    return p;
-  }();
-  const int resident = props.multiProcessorCount * std::max(1, props.maxThreadsPerMultiProcessor / block);
-  return std::max(1, std::min(ceil_div(items, block), resident));
 }
 
 void require_int_count(const char* op, long long n) {

@@ -53,6 +53,7 @@
 // element and a three-value (count, mean, M2) merge per shuffle step; the shift keeps v2's
 // reduction at two plain sums.
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
 #include <algorithm>
@@ -67,26 +68,6 @@ constexpr int kBlock = 256;        // threads per block: 8 warps, so 8 rows per 
 constexpr int kWarpsPerBlock = kBlock / 32;
 constexpr int kMaxRegisterC = 4096;  // forward v3 / residual v2: 32 float4 per lane at most
 constexpr int kMaxSharedC = 6144;    // backward v2: 2C floats of shared memory <= 48 KB
-
-// Sum over the 32 lanes of a warp; every lane gets the total (butterfly: 5 steps of xor 16..1).
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// How many SMs the device has (cached: the query is slow on a GPU). Sizes backward v2's grid.
-int multiprocessors() {
-  static const int count = [] {
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice");
-    cudaDeviceProp prop;
-    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-    return prop.multiProcessorCount;
-  }();
-  return count;
-}
 
 // ---- forward v1: one thread per row, three passes -------------------------------------------
 

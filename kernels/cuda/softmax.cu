@@ -31,66 +31,14 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
 
 namespace {
 
-// ---- the online (max, sum) pair, shared by v2-v4 ---------------------------------------------
-// A row's (m, s) summarises the elements seen so far: m their max, s = sum_k exp(x_k - m).
-// The max of no elements is -FLT_MAX rather than -INFINITY: merging two empty pairs computes
-// m - max(m, m) = 0 (exp 1, times s = 0), where -INFINITY would give -inf - (-inf) = NaN.
-
-// Adds one element x to (m, s). When x is a new max, the old sum was relative to the old
-// max: s exp(m - x) re-bases it (exp(a - m) exp(m - x) = exp(a - x)), and x adds exp(0) = 1.
-__device__ __forceinline__ void online_add(float& m, float& s, float x) {
-  if (x > m) {
-    s = s * expf(m - x) + 1.0f;
-    m = x;
-  } else {
-    s += expf(x - m);
-  }
-}
-
-// (m, s) = the union of (m, s) and (m2, s2), both re-based to the larger max.
-__device__ __forceinline__ void online_merge(float& m, float& s, float m2, float s2) {
-  const float mm = fmaxf(m, m2);
-  s = s * expf(m - mm) + s2 * expf(m2 - mm);
-  m = mm;
-}
-
-// Merges the pairs of the 32 lanes of a warp; every lane ends with the warp's pair (a
-// butterfly: after the xor-16, -8, ..., -1 exchanges each lane has seen all 32).
-__device__ __forceinline__ void warp_merge(float& m, float& s) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
-    const float s2 = __shfl_xor_sync(0xffffffffu, s, offset);
-    online_merge(m, s, m2, s2);
-  }
-}
-
-// Merges the pairs of every thread of the block (blockDim.x a multiple of 32, at most 1024);
-// every thread ends with the block's pair. Call once per kernel (the shared arrays are not
-// guarded against a second call overwriting them while slow warps still read).
-__device__ void block_merge(float& m, float& s) {
-  __shared__ float warp_m[32];
-  __shared__ float warp_s[32];
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int warps = static_cast<int>(blockDim.x) / 32;
-  warp_merge(m, s);
-  if (lane == 0) {
-    warp_m[warp] = m;
-    warp_s[warp] = s;
-  }
-  __syncthreads();
-  // Every warp merges the (at most 32) per-warp pairs itself: cheaper than a second
-  // barrier for one warp to broadcast them.
-  m = lane < warps ? warp_m[lane] : -FLT_MAX;
-  s = lane < warps ? warp_s[lane] : 0.0f;
-  warp_merge(m, s);
-}
+// The online (max, sum) pair and its merges: kernels/cuda/common.cuh.
 
 // ---- v1: three passes, one thread per row -------------------------------------------------
 
@@ -182,8 +130,6 @@ __global__ void softmax_block_kernel(float* out, const float* in, int rows, int 
     for (int j = tid; j < cols; j += threads) y[j] = expf(x[j] - m) * inv;
   }
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 

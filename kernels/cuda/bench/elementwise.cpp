@@ -74,24 +74,6 @@ double gelu_ref(double x) {
 // the result: rtol 1e-5.
 constexpr harness::Tolerance kGeluTol{1e-6, 1e-5};
 
-// out[at .. at + n) of a buffer of n + 1 floats (at = 0 or 1) against want, and the one float
-// outside that window must still hold validate's 0xFF fill: a write past the end (at = 0) or
-// before the start (at = 1) changes it.
-harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
-                              const std::vector<double>& want, harness::Tolerance tol) {
-  const std::vector<float> host = out.to_host();
-  harness::Check c = harness::compare(name, std::span<const float>(host.data() + at, n), want, tol);
-  const size_t outside = at == 0 ? n : 0;
-  uint32_t bits = 0;
-  std::memcpy(&bits, &host[outside], sizeof bits);
-  if (bits != 0xFFFFFFFFu) {
-    ++c.mismatches;
-    c.report += name + ": the float " + (at == 0 ? "after the end" : "before the start") +
-                " of the output was overwritten\n";
-  }
-  return c;
-}
-
 // A copy of host one float into a new buffer of n + 1: a start 4- but not 16-byte aligned.
 Buffer<float> shifted_copy(Device& dev, const std::vector<float>& host) {
   Buffer<float> b(dev, host.size() + 1);

@@ -95,4 +95,11 @@ Buffer<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo = -1.
 harness::Check compare_device(const std::string& name, const Buffer<float>& got, const std::vector<double>& want,
                               harness::Tolerance tol);
 
+// out[at .. at + n) of a buffer of n + 1 floats (at = 0 or 1) against want, and the one float
+// outside that window must still hold validate's 0xFF fill: a write past the end (at = 0) or
+// before the start (at = 1) changes it. (How the ops check their misaligned-pointer paths:
+// run once on the aligned buffers, once one float into them.)
+harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
+                              const std::vector<double>& want, harness::Tolerance tol);
+
 }  // namespace kernels::cuda::bench

@@ -1,5 +1,7 @@
 // kernels/cuda/bench/registry.cpp: the list of CUDA ops, in lesson order, and the helpers
 // their descriptions share (kernels/cuda/bench/ops.h).
+#include <cstring>
+#include <span>
 #include <stdexcept>
 
 #include "kernels/cuda/bench/ops.h"
@@ -36,6 +38,21 @@ harness::Check compare_device(const std::string& name, const Buffer<float>& got,
                               harness::Tolerance tol) {
   const std::vector<float> host = got.to_host();
   return harness::compare(name, host, want, tol);
+}
+
+harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
+                              const std::vector<double>& want, harness::Tolerance tol) {
+  const std::vector<float> host = out.to_host();
+  harness::Check c = harness::compare(name, std::span<const float>(host.data() + at, n), want, tol);
+  const size_t outside = at == 0 ? n : 0;
+  uint32_t bits = 0;
+  std::memcpy(&bits, &host[outside], sizeof bits);
+  if (bits != 0xFFFFFFFFu) {
+    ++c.mismatches;
+    c.report += name + ": the float " + (at == 0 ? "after the end" : "before the start") +
+                " of the output was overwritten\n";
+  }
+  return c;
 }
 
 }  // namespace kernels::cuda::bench

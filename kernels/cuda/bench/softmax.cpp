@@ -19,24 +19,6 @@ namespace kernels::cuda::bench {
 
 namespace {
 
-// out[at .. at + n) of a buffer of n + 1 floats (at = 0 or 1) against want, and the one float
-// outside that window must still hold validate's 0xFF fill: a write past the end (at = 0) or
-// before the start (at = 1) changes it.
-harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
-                              const std::vector<double>& want, harness::Tolerance tol) {
-  const std::vector<float> host = out.to_host();
-  harness::Check c = harness::compare(name, std::span<const float>(host.data() + at, n), want, tol);
-  const size_t outside = at == 0 ? n : 0;
-  uint32_t bits = 0;
-  std::memcpy(&bits, &host[outside], sizeof bits);
-  if (bits != 0xFFFFFFFFu) {
-    ++c.mismatches;
-    c.report += name + ": the float " + (at == 0 ? "after the end" : "before the start") +
-                " of the output was overwritten\n";
-  }
-  return c;
-}
-
 class SoftmaxProblem final : public Problem {
  public:
   SoftmaxProblem(Device& dev, size_t rows, size_t cols, uint64_t seed)
