@@ -1,9 +1,625 @@
-// kernels/cuda/matmul.cu: (to be written)
+// kernels/cuda/matmul.cu: C (M,N) = A (M,K) . B (K,N), row-major fp32 (sgemm without alpha,
+// beta or transposes), the CUDA ladder of lesson 09. Each rung keeps the arithmetic (2MNK
+// FLOPs) and changes where the operands come from: DRAM, L2, shared memory, registers, and
+// at the end tensor cores.
+//
+//   v1 naive          one thread per C[i][j], threadIdx.x running DOWN a column of C: the 32
+//                     threads of a warp read 32 different rows of A and write 32 rows of C,
+//                     32 memory transactions where one would do (uncoalesced)
+//   v2 coalesced      threadIdx.x runs ALONG a row of C: a warp reads 32 consecutive floats
+//                     of B (one transaction), one A value (a broadcast), writes 128 contiguous
+//                     bytes of C; same code, only the index mapping changes
+//   v3 shared tiles   32x32 tiles of A and B staged in shared memory: each global element is
+//                     read once per tile instead of once per thread that needs it (32x less
+//                     global traffic); now shared memory bandwidth bounds it (2 loads per FMA)
+//   v4 1D blocking    64x64 block tile, BK = 8, each thread 8 outputs down a column: one B
+//                     value from shared memory serves 8 FMAs held in registers (~1.1 shared
+//                     loads per FMA instead of 2)
+//   v5 2D blocking    128x128 block tile, BK = 8, 8x8 outputs per thread: per k, 8 A and 8 B
+//                     values in registers feed 64 FMAs (outer product; 0.25 loads per FMA)
+//   v6 float4         A's tile stored transposed in shared memory (its column is contiguous),
+//                     global loads, shared reads and C stores 16 bytes at a time: 4x fewer
+//                     load/store instructions; falls back to guarded scalar loads when K or N
+//                     is not a multiple of 4 or a pointer is not 16-byte aligned
+//   v7 warp tiles     the same 128x128 tile, BK = 16, each warp owns a 64x32 sub-tile and each
+//                     lane 2x2 sub-tiles of 4x4: a warp's shared-memory reads touch 4-8
+//                     consecutive float4s (broadcasts, no bank conflicts) instead of v6's
+//                     strided ones, and half as many barriers per FMA
+//   v8 tensor cores   TF32 wmma fragments (m16n16k8, fp32 accumulate) instead of FMAs: each
+//                     warp a 64x32 tile of 4x2 fragments; inputs rounded to a 10-bit mantissa,
+//                     so results differ from fp32 by 1e-4..1e-3 relative (compute capability 8.0)
+//
+// Figures: not yet measured on a GPU (`nnlab cuda bench matmul` prints them with cuBLAS
+// beside, in pure fp32 and in TF32).
+//
+// Every version is correct for any M, N, K >= 1 (each matrix under 2^31 elements, so int
+// indices do): tiles that hang over an edge load zeros there and store nothing there.
+// Static __shared__ arrays throughout: the tiles' sizes are compile-time constants.
+//
+// The plain loop every version computes:
+//   for i < M: for j < N: C[i][j] = sum_k A[i][k] * B[k][j]
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/ops.h"
 
+#include <cstdint>
+#include <string>
+
+#if defined(NNLAB_EMULATED)
+#include "kernels/cuda/emu/wmma.h"
+#else
+#include <mma.h>
+#endif
+
 namespace kernels::cuda::NNLAB_CUDA_NS {
 
-void add_matmul(Kernels&) {}
+namespace {
+
+// Every launcher checks the sizes first: a grid of 0 blocks is an invalid launch, and int
+// indices must not overflow.
+void check_sizes(const char* version, int M, int N, int K) {
+  const long long limit = 2147483647LL;
+  if (M < 1 || N < 1 || K < 1 || 1LL * M * K > limit || 1LL * K * N > limit || 1LL * M * N > limit) {
+    throw Error(std::string("matmul ") + version + ": M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                " K=" + std::to_string(K) + ": each must be >= 1 and each matrix under 2^31 elements");
+  }
+}
+
+// Whether the float4 paths (v6, v7, v8) may read A, B and write C 16 bytes at a time: every
+// row of A and B (and C) must start on a 16-byte boundary, i.e. the pointers are 16-byte
+// aligned and K and N are multiples of 4. cudaMalloc gives 256-byte alignment; an offset
+// pointer (a view into a bigger buffer) may not have it.
+bool can_use_float4(const float* C, const float* A, const float* B, int N, int K) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return aligned(C) && aligned(A) && aligned(B) && N % 4 == 0 && K % 4 == 0;
+}
+
+}  // namespace
+
+// ---- v1: naive, uncoalesced ------------------------------------------------------------------
+// Thread (x, y) of block (bx, by) computes C[bx*32 + x][by*32 + y]: consecutive threads of a
+// warp (consecutive x) own consecutive ROWS of one column. At each k the warp reads
+// A[row][k] for 32 rows, K floats apart: 32 separate 32-byte sectors for 128 useful bytes.
+
+__global__ void matmul_naive_kernel(float* C, const float* A, const float* B, int M, int N, int K) {
+  const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // runs down a column of C
+  const int col = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (row >= M || col >= N) return;
+  float sum = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    sum += A[row * K + k] * B[k * N + col];  // C[i][j] = sum_k A[i][k] B[k][j]
+  }
+  C[row * N + col] = sum;
+}
+
+void matmul_v1(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v1", M, N, K);
+  const dim3 block(32, 32);
+  const dim3 grid(ceil_div(M, 32), ceil_div(N, 32));  // x over rows of C, y over columns
+  launch("matmul_naive", matmul_naive_kernel, grid, block, 0, C, A, B, M, N, K);
+}
+
+// ---- v2: coalesced -----------------------------------------------------------------------
+// The same kernel with x and y swapped: consecutive threads own consecutive COLUMNS of one
+// row. At each k the warp reads B[k][col..col+31] (128 contiguous bytes, one transaction)
+// and one A[row][k] (the same address for all 32: a broadcast), and stores 128 contiguous
+// bytes of C.
+
+__global__ void matmul_coalesced_kernel(float* C, const float* A, const float* B, int M, int N, int K) {
+  const int col = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // runs along a row of C
+  const int row = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (row >= M || col >= N) return;
+  float sum = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    sum += A[row * K + k] * B[k * N + col];
+  }
+  C[row * N + col] = sum;
+}
+
+void matmul_v2(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v2", M, N, K);
+  const dim3 block(32, 32);
+  const dim3 grid(ceil_div(N, 32), ceil_div(M, 32));  // x over columns of C, y over rows
+  launch("matmul_coalesced", matmul_coalesced_kernel, grid, block, 0, C, A, B, M, N, K);
+}
+
+// ---- v3: shared-memory tiles -------------------------------------------------------------
+// A 32x32 block of threads computes a 32x32 tile of C. It walks K in steps of 32: the block
+// copies a 32x32 tile of A and one of B into shared memory (each thread one element of
+// each, coalesced), waits, and every thread reads its row of the A tile and column of the B
+// tile from there. Each global element is now read by one thread per tile instead of 32.
+//
+//   for k0 in 0, 32, ...:   As = A[row0 : row0+32][k0 : k0+32],  Bs = B[k0 : k0+32][col0 : col0+32]
+//                           C[row][col] += sum_k As[ty][k] Bs[k][tx]
+
+constexpr int kSmemTile = 32;
+
+__global__ void matmul_smem_kernel(float* C, const float* A, const float* B, int M, int N, int K) {
+  constexpr int T = kSmemTile;
+  __shared__ float As[T][T];  // As[r][k] = A[row0 + r][k0 + k]   (32,32)
+  __shared__ float Bs[T][T];  // Bs[k][c] = B[k0 + k][col0 + c]   (32,32)
+  const int tx = static_cast<int>(threadIdx.x);
+  const int ty = static_cast<int>(threadIdx.y);
+  const int row = static_cast<int>(blockIdx.y) * T + ty;
+  const int col = static_cast<int>(blockIdx.x) * T + tx;
+  // Threads outside C keep going: they load their share of the tiles and must reach every
+  // __syncthreads. They only skip the final store.
+  float sum = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;    // zeros past the edges
+    Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;  // add nothing to the sum
+    __syncthreads();  // the tiles are complete
+    for (int k = 0; k < T; ++k) {
+      sum += As[ty][k] * Bs[k][tx];  // As[ty][k]: broadcast in the warp; Bs[k][tx]: consecutive banks
+    }
+    __syncthreads();  // everyone is done reading before the next tiles overwrite them
+  }
+  if (row < M && col < N) C[row * N + col] = sum;
+}
+
+void matmul_v3(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v3", M, N, K);
+  const dim3 block(kSmemTile, kSmemTile);
+  const dim3 grid(ceil_div(N, kSmemTile), ceil_div(M, kSmemTile));
+  launch("matmul_smem", matmul_smem_kernel, grid, block, 0, C, A, B, M, N, K);
+}
+
+// ---- v4: 1D register blocking ------------------------------------------------------------
+// v3 does two shared loads per FMA, and shared memory is slower than the FMA units. Here a
+// block of 512 threads computes a 64x64 tile (BM x BN) of C walking K in steps of BK = 8,
+// and each thread computes TM = 8 outputs down one column: per k it loads one B value
+// into a register and reuses it for 8 FMAs (the A values are broadcasts).
+
+constexpr int kV4BM = 64, kV4BN = 64, kV4BK = 8, kV4TM = 8;
+constexpr int kV4Threads = kV4BM * kV4BN / kV4TM;  // 512
+static_assert(kV4BM * kV4BK == kV4Threads && kV4BK * kV4BN == kV4Threads, "one element of each tile per thread");
+
+__global__ void __launch_bounds__(kV4Threads) matmul_blocktile_1d_kernel(float* C, const float* A, const float* B,
+                                                                           int M, int N, int K) {
+  constexpr int BM = kV4BM, BN = kV4BN, BK = kV4BK, TM = kV4TM;
+  __shared__ float As[BM][BK];  // (64,8):  As[r][k] = A[row0 + r][k0 + k]
+  __shared__ float Bs[BK][BN];  // (8,64):  Bs[k][c] = B[k0 + k][col0 + c]
+  const int t = static_cast<int>(threadIdx.x);
+  const int row0 = static_cast<int>(blockIdx.y) * BM;
+  const int col0 = static_cast<int>(blockIdx.x) * BN;
+  const int tcol = t % BN;  // 0..63: this thread's column of the tile
+  const int trow = t / BN;  // 0..7:  its rows are trow*TM .. trow*TM + 7
+  // The loaders: thread t copies As[a_r][a_c] and Bs[b_r][b_c].
+  const int a_r = t / BK, a_c = t % BK;  // (64,8): 8 consecutive k per row of A
+  const int b_r = t / BN, b_c = t % BN;  // (8,64): 64 consecutive columns of B, coalesced
+  float acc[TM] = {};
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    const int ar = row0 + a_r, ak = k0 + a_c;
+    As[a_r][a_c] = (ar < M && ak < K) ? A[ar * K + ak] : 0.0f;
+    const int bk = k0 + b_r, bc = col0 + b_c;
+    Bs[b_r][b_c] = (bk < K && bc < N) ? B[bk * N + bc] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < BK; ++k) {
+      const float b = Bs[k][tcol];  // one shared load ...
+      for (int i = 0; i < TM; ++i) {
+        acc[i] += As[trow * TM + i][k] * b;  // ... 8 FMAs (As: one address per warp, a broadcast)
+      }
+    }
+    __syncthreads();
+  }
+  const int c = col0 + tcol;
+  for (int i = 0; i < TM; ++i) {
+    const int r = row0 + trow * TM + i;
+    if (r < M && c < N) C[r * N + c] = acc[i];
+  }
+}
+
+void matmul_v4(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v4", M, N, K);
+  const dim3 grid(ceil_div(N, kV4BN), ceil_div(M, kV4BM));
+  launch("matmul_blocktile_1d", matmul_blocktile_1d_kernel, grid, dim3(kV4Threads), 0, C, A, B, M, N, K);
+}
+
+// ---- v5: 2D register blocking ------------------------------------------------------------
+// Each of 256 threads computes an 8x8 patch (TM x TN) of a 128x128 tile. Per k it loads 8
+// values of A's column and 8 of B's row into registers and accumulates their outer
+// product: 16 shared loads for 64 FMAs, and 64 accumulators that live in registers.
+//
+//   acc (TM,TN) += regA (TM) x regB (TN)   for each k of the tile
+
+constexpr int kV5BM = 128, kV5BN = 128, kV5BK = 8, kV5TM = 8, kV5TN = 8;
+constexpr int kV5Threads = (kV5BM / kV5TM) * (kV5BN / kV5TN);  // 16 x 16 = 256
+
+__global__ void __launch_bounds__(kV5Threads) matmul_blocktile_2d_kernel(float* C, const float* A, const float* B,
+                                                                           int M, int N, int K) {
+  constexpr int BM = kV5BM, BN = kV5BN, BK = kV5BK, TM = kV5TM, TN = kV5TN, NT = kV5Threads;
+  __shared__ float As[BM][BK];  // (128,8): As[r][k] = A[row0 + r][k0 + k]
+  __shared__ float Bs[BK][BN];  // (8,128): Bs[k][c] = B[k0 + k][col0 + c]
+  const int t = static_cast<int>(threadIdx.x);
+  const int row0 = static_cast<int>(blockIdx.y) * BM;
+  const int col0 = static_cast<int>(blockIdx.x) * BN;
+  const int trow = t / (BN / TN);  // 0..15: rows trow*8 .. +7 of the tile
+  const int tcol = t % (BN / TN);  // 0..15: columns tcol*8 .. +7
+  float acc[TM][TN] = {};
+  float regA[TM], regB[TN];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    // Each tile has 1024 elements: 4 per thread, consecutive threads on consecutive addresses.
+    for (int i = 0; i < BM * BK / NT; ++i) {
+      const int idx = t + i * NT;
+      const int r = idx / BK, k = idx % BK;  // (128,8)
+      As[r][k] = (row0 + r < M && k0 + k < K) ? A[(row0 + r) * K + k0 + k] : 0.0f;
+    }
+    for (int i = 0; i < BK * BN / NT; ++i) {
+      const int idx = t + i * NT;
+      const int k = idx / BN, c = idx % BN;  // (8,128)
+      Bs[k][c] = (k0 + k < K && col0 + c < N) ? B[(k0 + k) * N + col0 + c] : 0.0f;
+    }
+    __syncthreads();
+    for (int k = 0; k < BK; ++k) {
+      for (int i = 0; i < TM; ++i) regA[i] = As[trow * TM + i][k];
+      for (int j = 0; j < TN; ++j) regB[j] = Bs[k][tcol * TN + j];
+      for (int i = 0; i < TM; ++i) {
+        for (int j = 0; j < TN; ++j) acc[i][j] += regA[i] * regB[j];
+      }
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < TM; ++i) {
+    const int r = row0 + trow * TM + i;
+    if (r >= M) break;
+    for (int j = 0; j < TN; ++j) {
+      const int c = col0 + tcol * TN + j;
+      if (c < N) C[r * N + c] = acc[i][j];
+    }
+  }
+}
+
+void matmul_v5(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v5", M, N, K);
+  const dim3 grid(ceil_div(N, kV5BN), ceil_div(M, kV5BM));
+  launch("matmul_blocktile_2d", matmul_blocktile_2d_kernel, grid, dim3(kV5Threads), 0, C, A, B, M, N, K);
+}
+
+// ---- float4 loads and stores with edges (v6, v7, v8) -----------------------------------------
+// Elements (r, c .. c+3) of a row-major (rows, cols) matrix X, zeros outside it. With
+// kVec4 (cols % 4 == 0, X 16-byte aligned, c a multiple of 4) the four are all inside or
+// all outside a row, so one 16-byte load does; otherwise four guarded scalar loads.
+template <bool kVec4>
+__device__ __forceinline__ float4 load4(const float* X, int r, int c, int rows, int cols) {
+  if (r >= rows) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const float* p = X + r * cols + c;
+  if constexpr (kVec4) {
+    if (c < cols) return *reinterpret_cast<const float4*>(p);
+    return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  } else {
+    return make_float4(c < cols ? p[0] : 0.0f, c + 1 < cols ? p[1] : 0.0f, c + 2 < cols ? p[2] : 0.0f,
+                       c + 3 < cols ? p[3] : 0.0f);
+  }
+}
+
+// Stores v into (r, c .. c+3) of X, the part inside it.
+template <bool kVec4>
+__device__ __forceinline__ void store4(float* X, int r, int c, int rows, int cols, float4 v) {
+  if (r >= rows) return;
+  float* p = X + r * cols + c;
+  if constexpr (kVec4) {
+    if (c < cols) *reinterpret_cast<float4*>(p) = v;
+  } else {
+    if (c < cols) p[0] = v.x;
+    if (c + 1 < cols) p[1] = v.y;
+    if (c + 2 < cols) p[2] = v.z;
+    if (c + 3 < cols) p[3] = v.w;
+  }
+}
+
+// ---- v6: float4 loads, A transposed in shared memory ------------------------------------------
+// v5's tiles and 8x8 per thread, with 16-byte memory operations everywhere:
+//   - global loads: each thread copies one float4 of A's tile and one of B's (v5: 4 + 4
+//     scalar loads);
+//   - A's tile is stored transposed, As[k][r]: the 8 values of A's column a thread needs at
+//     step k are then contiguous, two float4 reads (v5: 8 scalar reads down a column);
+//   - B's row segment likewise two float4 reads, and C is written as float4.
+// Fewer instructions for the same bytes: the load/store units issue a quarter as many.
+
+constexpr int kV6BM = 128, kV6BN = 128, kV6BK = 8, kV6TM = 8, kV6TN = 8;
+constexpr int kV6Threads = (kV6BM / kV6TM) * (kV6BN / kV6TN);  // 256
+static_assert(kV6BM * kV6BK / 4 == kV6Threads && kV6BK * kV6BN / 4 == kV6Threads, "one float4 of each tile per thread");
+
+template <bool kVec4>
+__global__ void __launch_bounds__(kV6Threads) matmul_vec4_kernel(float* C, const float* A, const float* B, int M,
+                                                                   int N, int K) {
+  constexpr int BM = kV6BM, BN = kV6BN, BK = kV6BK, TM = kV6TM, TN = kV6TN;
+  __align__(16) __shared__ float As[BK][BM];  // (8,128): As[k][r] = A[row0 + r][k0 + k], transposed
+  __align__(16) __shared__ float Bs[BK][BN];  // (8,128): Bs[k][c] = B[k0 + k][col0 + c]
+  const int t = static_cast<int>(threadIdx.x);
+  const int row0 = static_cast<int>(blockIdx.y) * BM;
+  const int col0 = static_cast<int>(blockIdx.x) * BN;
+  const int trow = t / (BN / TN);  // 0..15
+  const int tcol = t % (BN / TN);  // 0..15
+  const int a_r = t / (BK / 4), a_k = t % (BK / 4) * 4;  // A tile (128,8) as (128,2) float4s
+  const int b_k = t / (BN / 4), b_c = t % (BN / 4) * 4;  // B tile (8,128) as (8,32) float4s
+  float acc[TM][TN] = {};
+  float regA[TM], regB[TN];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    const float4 a = load4<kVec4>(A, row0 + a_r, k0 + a_k, M, K);
+    As[a_k + 0][a_r] = a.x;  // transposing store: 4 scalar writes
+    As[a_k + 1][a_r] = a.y;
+    As[a_k + 2][a_r] = a.z;
+    As[a_k + 3][a_r] = a.w;
+    *reinterpret_cast<float4*>(&Bs[b_k][b_c]) = load4<kVec4>(B, k0 + b_k, col0 + b_c, K, N);
+    __syncthreads();
+    for (int k = 0; k < BK; ++k) {
+      for (int i = 0; i < TM; i += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(&As[k][trow * TM + i]);
+        regA[i] = v.x;
+        regA[i + 1] = v.y;
+        regA[i + 2] = v.z;
+        regA[i + 3] = v.w;
+      }
+      for (int j = 0; j < TN; j += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(&Bs[k][tcol * TN + j]);
+        regB[j] = v.x;
+        regB[j + 1] = v.y;
+        regB[j + 2] = v.z;
+        regB[j + 3] = v.w;
+      }
+      for (int i = 0; i < TM; ++i) {
+        for (int j = 0; j < TN; ++j) acc[i][j] += regA[i] * regB[j];
+      }
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < TM; ++i) {
+    for (int j = 0; j < TN; j += 4) {
+      const float4 v = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+      store4<kVec4>(C, row0 + trow * TM + i, col0 + tcol * TN + j, M, N, v);
+    }
+  }
+}
+
+void matmul_v6(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v6", M, N, K);
+  const dim3 grid(ceil_div(N, kV6BN), ceil_div(M, kV6BM));
+  if (can_use_float4(C, A, B, N, K)) {
+    launch("matmul_vec4", matmul_vec4_kernel<true>, grid, dim3(kV6Threads), 0, C, A, B, M, N, K);
+  } else {
+    launch("matmul_vec4 (scalar edges)", matmul_vec4_kernel<false>, grid, dim3(kV6Threads), 0, C, A, B, M, N, K);
+  }
+}
+
+// ---- v7: warp tiling ---------------------------------------------------------------------
+// The 128x128 block tile is split among the 8 warps as 2 x 4 warp tiles of 64x32; a warp
+// covers its tile in 2 x 2 steps of a 32x16 sub-tile, where lane (lr, lc) of an 8 x 4
+// arrangement owns a 4x4 patch. A thread still computes 64 outputs (2x2 patches of 4x4),
+// but what a warp reads from shared memory at each k is now:
+//   A: 8 distinct float4s (lr = 0..7), consecutive: 128 bytes, no bank conflict;
+//   B: 4 distinct float4s (lc = 0..3), consecutive, each a broadcast to 8 lanes;
+// where v6's warp read 16 float4s of B 32 bytes apart (2-way bank conflicts). BK = 16
+// halves the barriers per FMA. The hierarchy block -> warp -> thread is how CUTLASS tiles,
+// and the shape v8's tensor cores need (a warp owns fragments).
+//
+//   C tile (128,128) = warps (2,4) x warp tile (64,32)
+//   warp tile (64,32) = sub-tiles (2,2) x (32,16);  sub-tile (32,16) = lanes (8,4) x (4,4)
+
+constexpr int kV7BM = 128, kV7BN = 128, kV7BK = 16;
+constexpr int kV7WM = 64, kV7WN = 32;                  // warp tile
+constexpr int kV7TM = 4, kV7TN = 4;                    // per lane, per sub-tile
+constexpr int kV7LanesM = 8, kV7LanesN = 4;            // lanes of a warp as 8 x 4
+constexpr int kV7SubM = kV7LanesM * kV7TM;             // 32
+constexpr int kV7SubN = kV7LanesN * kV7TN;             // 16
+constexpr int kV7IterM = kV7WM / kV7SubM;              // 2
+constexpr int kV7IterN = kV7WN / kV7SubN;              // 2
+constexpr int kV7WarpsN = kV7BN / kV7WN;               // 4
+constexpr int kV7Threads = 32 * (kV7BM / kV7WM) * kV7WarpsN;  // 256
+static_assert(kV7LanesM * kV7LanesN == 32, "a warp is 32 lanes");
+static_assert(kV7BM * kV7BK / 4 == 2 * kV7Threads && kV7BK * kV7BN / 4 == 2 * kV7Threads, "two float4 per thread");
+
+template <bool kVec4>
+__global__ void __launch_bounds__(kV7Threads) matmul_warptile_kernel(float* C, const float* A, const float* B, int M,
+                                                                       int N, int K) {
+  constexpr int BM = kV7BM, BN = kV7BN, BK = kV7BK, TM = kV7TM, TN = kV7TN, NT = kV7Threads;
+  constexpr int IM = kV7IterM, IN = kV7IterN;
+  __align__(16) __shared__ float As[BK][BM];  // (16,128): As[k][r] = A[row0 + r][k0 + k], transposed
+  __align__(16) __shared__ float Bs[BK][BN];  // (16,128): Bs[k][c] = B[k0 + k][col0 + c]
+  const int t = static_cast<int>(threadIdx.x);
+  const int row0 = static_cast<int>(blockIdx.y) * BM;
+  const int col0 = static_cast<int>(blockIdx.x) * BN;
+  const int warp = t / 32, lane = t % 32;
+  const int warp_r = warp / kV7WarpsN * kV7WM;  // 0, 64:          the warp tile's first row
+  const int warp_c = warp % kV7WarpsN * kV7WN;  // 0, 32, 64, 96:  its first column
+  const int lane_r = lane / kV7LanesN * TM;     // 0, 4, .., 28:   the lane's patch in a sub-tile
+  const int lane_c = lane % kV7LanesN * TN;     // 0, 4, 8, 12
+  float acc[IM][IN][TM][TN] = {};
+  float regA[IM][TM], regB[IN][TN];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int i = 0; i < 2; ++i) {
+      const int idx = t + i * NT;
+      const int r = idx / (BK / 4), k = idx % (BK / 4) * 4;  // A tile (128,16) as (128,4) float4s
+      const float4 a = load4<kVec4>(A, row0 + r, k0 + k, M, K);
+      As[k + 0][r] = a.x;
+      As[k + 1][r] = a.y;
+      As[k + 2][r] = a.z;
+      As[k + 3][r] = a.w;
+      const int bk = idx / (BN / 4), c = idx % (BN / 4) * 4;  // B tile (16,128) as (16,32) float4s
+      *reinterpret_cast<float4*>(&Bs[bk][c]) = load4<kVec4>(B, k0 + bk, col0 + c, K, N);
+    }
+    __syncthreads();
+    for (int k = 0; k < BK; ++k) {
+      for (int im = 0; im < IM; ++im) {
+        const float4 v = *reinterpret_cast<const float4*>(&As[k][warp_r + im * kV7SubM + lane_r]);
+        regA[im][0] = v.x;
+        regA[im][1] = v.y;
+        regA[im][2] = v.z;
+        regA[im][3] = v.w;
+      }
+      for (int in = 0; in < IN; ++in) {
+        const float4 v = *reinterpret_cast<const float4*>(&Bs[k][warp_c + in * kV7SubN + lane_c]);
+        regB[in][0] = v.x;
+        regB[in][1] = v.y;
+        regB[in][2] = v.z;
+        regB[in][3] = v.w;
+      }
+      for (int im = 0; im < IM; ++im) {
+        for (int in = 0; in < IN; ++in) {
+          for (int i = 0; i < TM; ++i) {
+            for (int j = 0; j < TN; ++j) acc[im][in][i][j] += regA[im][i] * regB[in][j];
+          }
+        }
+      }
+    }
+    __syncthreads();
+  }
+  for (int im = 0; im < IM; ++im) {
+    for (int in = 0; in < IN; ++in) {
+      for (int i = 0; i < TM; ++i) {
+        const int r = row0 + warp_r + im * kV7SubM + lane_r + i;
+        const int c = col0 + warp_c + in * kV7SubN + lane_c;
+        const float* a = acc[im][in][i];
+        store4<kVec4>(C, r, c, M, N, make_float4(a[0], a[1], a[2], a[3]));
+      }
+    }
+  }
+}
+
+void matmul_v7(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v7", M, N, K);
+  const dim3 grid(ceil_div(N, kV7BN), ceil_div(M, kV7BM));
+  if (can_use_float4(C, A, B, N, K)) {
+    launch("matmul_warptile", matmul_warptile_kernel<true>, grid, dim3(kV7Threads), 0, C, A, B, M, N, K);
+  } else {
+    launch("matmul_warptile (scalar edges)", matmul_warptile_kernel<false>, grid, dim3(kV7Threads), 0, C, A, B, M,
+           N, K);
+  }
+}
+
+// ---- v8: tensor cores, TF32 --------------------------------------------------------------
+// Since compute capability 8.0 a warp can multiply a 16x8 tile of A by an 8x16 tile of B
+// into a 16x16 fp32 accumulator in one instruction (mma_sync), with A and B in TF32: fp32's
+// 8-bit exponent and a 10-bit mantissa (fp32 has 23). nvcuda::wmma exposes it as opaque
+// per-warp "fragments": which lane holds which element is unspecified, so code only
+// loads, multiplies and stores whole fragments, all 32 lanes together.
+//
+// The tiling is v7's: a 128x128 block tile, 8 warps as 2 x 4 warp tiles of 64x32, each warp
+// tile 4 x 2 accumulator fragments of 16x16. Tiles of A and B go through shared memory (as
+// TF32, rounded once there with __float_to_tf32); per k-step of 8 a warp loads 4 A and 2 B
+// fragments and issues 8 mma_syncs. At the end each fragment is stored to a per-warp 16x16
+// staging area and copied to C with bounds checks: store_matrix_sync straight into C would
+// need C's rows 32-byte aligned and whole 16x16 tiles inside C.
+//
+//   C tile (128,128) = warps (2,4) x warp tile (64,32) = warps x fragments (4,2) x (16,16)
+//   acc[i][j] (16,16) += a[i] (16,8) . b[j] (8,16)      for kk = 0, 8 of each BK = 16
+
+constexpr int kV8BM = 128, kV8BN = 128, kV8BK = 16;
+constexpr int kV8WM = 64, kV8WN = 32;                  // warp tile
+constexpr int kV8WarpsN = kV8BN / kV8WN;               // 4
+constexpr int kV8Warps = (kV8BM / kV8WM) * kV8WarpsN;  // 8
+constexpr int kV8Threads = 32 * kV8Warps;              // 256
+static_assert(kV8BM * kV8BK / 4 == 2 * kV8Threads && kV8BK * kV8BN / 4 == 2 * kV8Threads, "two float4 per thread");
+
+template <bool kVec4>
+__global__ void __launch_bounds__(kV8Threads) matmul_tf32_kernel(float* C, const float* A, const float* B, int M,
+                                                                   int N, int K) {
+#if NNLAB_CUDA_ARCH_AT_LEAST(800)
+  namespace wmma = nvcuda::wmma;
+  constexpr int BM = kV8BM, BN = kV8BN, BK = kV8BK, NT = kV8Threads;
+  constexpr int FM = kV8WM / 16, FN = kV8WN / 16;  // 4 x 2 fragments per warp
+  // Shared rows padded by 4 floats: wmma wants ldm a multiple of 4 (16 bytes) and fragment
+  // pointers 32-byte aligned (both hold: see the offsets below), and the padding staggers
+  // consecutive rows over the banks.
+  constexpr int LDA = BK + 4;  // 20
+  constexpr int LDB = BN + 4;  // 132
+  __align__(128) __shared__ float As[BM][LDA];            // (128,16+4): As[r][k] = tf32(A[row0 + r][k0 + k])
+  __align__(128) __shared__ float Bs[BK][LDB];            // (16,128+4): Bs[k][c] = tf32(B[k0 + k][col0 + c])
+  __align__(128) __shared__ float Cs[kV8Warps][16 * 16];  // one 16x16 staging tile per warp
+  const int t = static_cast<int>(threadIdx.x);
+  const int row0 = static_cast<int>(blockIdx.y) * BM;
+  const int col0 = static_cast<int>(blockIdx.x) * BN;
+  const int warp = t / 32, lane = t % 32;
+  const int warp_r = warp / kV8WarpsN * kV8WM;  // 0, 64
+  const int warp_c = warp % kV8WarpsN * kV8WN;  // 0, 32, 64, 96
+
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[FM][FN];
+  for (int i = 0; i < FM; ++i) {
+    for (int j = 0; j < FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  }
+  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a[FM];
+  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b[FN];
+
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int i = 0; i < 2; ++i) {
+      const int idx = t + i * NT;
+      const int r = idx / (BK / 4), k = idx % (BK / 4) * 4;  // A tile (128,16) as (128,4) float4s
+      const float4 va = load4<kVec4>(A, row0 + r, k0 + k, M, K);
+      As[r][k + 0] = wmma::__float_to_tf32(va.x);
+      As[r][k + 1] = wmma::__float_to_tf32(va.y);
+      As[r][k + 2] = wmma::__float_to_tf32(va.z);
+      As[r][k + 3] = wmma::__float_to_tf32(va.w);
+      const int bk = idx / (BN / 4), c = idx % (BN / 4) * 4;  // B tile (16,128) as (16,32) float4s
+      const float4 vb = load4<kVec4>(B, k0 + bk, col0 + c, K, N);
+      Bs[bk][c + 0] = wmma::__float_to_tf32(vb.x);
+      Bs[bk][c + 1] = wmma::__float_to_tf32(vb.y);
+      Bs[bk][c + 2] = wmma::__float_to_tf32(vb.z);
+      Bs[bk][c + 3] = wmma::__float_to_tf32(vb.w);
+    }
+    __syncthreads();
+    for (int kk = 0; kk < BK; kk += 8) {
+      // Fragment pointers: row offsets are multiples of 16 rows (16 * 20 * 4 = 1280 bytes in
+      // As; 8 * 132 * 4 = 4224 bytes in Bs), column offsets multiples of 8 floats: all
+      // 32-byte aligned.
+      for (int i = 0; i < FM; ++i) wmma::load_matrix_sync(a[i], &As[warp_r + i * 16][kk], LDA);
+      for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(b[j], &Bs[kk][warp_c + j * 16], LDB);
+      for (int i = 0; i < FM; ++i) {
+        for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+      }
+    }
+    __syncthreads();
+  }
+
+  // Epilogue: fragment -> this warp's staging tile -> C, the part inside C. Each lane copies
+  // 8 of the 256 elements; 16 consecutive lanes write one 64-byte row segment of C.
+  float* stage = Cs[warp];
+  for (int i = 0; i < FM; ++i) {
+    for (int j = 0; j < FN; ++j) {
+      wmma::store_matrix_sync(stage, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();  // every lane's part of the tile is in shared memory
+      for (int e = lane; e < 16 * 16; e += 32) {
+        const int r = row0 + warp_r + i * 16 + e / 16;
+        const int c = col0 + warp_c + j * 16 + e % 16;
+        if (r < M && c < N) C[r * N + c] = stage[e];
+      }
+      __syncwarp();  // every lane has read the tile before the next store overwrites it
+    }
+  }
+#else
+  // Below compute capability 8.0 there is no TF32 mma: this version's min_sm (80) keeps it
+  // from being launched, and the kernel compiles to nothing.
+  (void)C, (void)A, (void)B, (void)M, (void)N, (void)K;
+#endif
+}
+
+void matmul_v8(float* C, const float* A, const float* B, int M, int N, int K) {
+  check_sizes("v8", M, N, K);
+  const dim3 grid(ceil_div(N, kV8BN), ceil_div(M, kV8BM));
+  if (can_use_float4(C, A, B, N, K)) {
+    launch("matmul_tf32", matmul_tf32_kernel<true>, grid, dim3(kV8Threads), 0, C, A, B, M, N, K);
+  } else {
+    launch("matmul_tf32 (scalar edges)", matmul_tf32_kernel<false>, grid, dim3(kV8Threads), 0, C, A, B, M, N, K);
+  }
+}
+
+// ---- the table ---------------------------------------------------------------------------
+
+void add_matmul(Kernels& k) {
+  k.matmul = {
+      {{"v1", "naive", "one thread per C element, threadIdx.x down a column: uncoalesced loads of A", 50}, matmul_v1},
+      {{"v2", "coalesced", "threadIdx.x along a row of C: a warp reads B and writes C contiguously", 50}, matmul_v2},
+      {{"v3", "shared-memory tiles", "32x32 tiles of A and B in shared memory: 32x less global traffic", 50},
+       matmul_v3},
+      {{"v4", "1D register blocking", "64x64 tile, 8 outputs per thread down a column: 8 FMAs per shared load of B",
+        50},
+       matmul_v4},
+      {{"v5", "2D register blocking", "128x128 tile, 8x8 outputs per thread: an outer product of 8+8 registers", 50},
+       matmul_v5},
+      {{"v6", "float4", "16-byte loads and stores, A transposed in shared memory: 4x fewer memory instructions", 50},
+       matmul_v6},
+      {{"v7", "warp tiling", "each warp a 64x32 sub-tile: conflict-free float4 shared reads, BK=16", 50}, matmul_v7},
+      {{"v8", "tensor cores (TF32)", "wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissa inputs", 80},
+       matmul_v8},
+  };
+}
 
 }  // namespace kernels::cuda::NNLAB_CUDA_NS

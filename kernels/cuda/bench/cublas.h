@@ -1,0 +1,25 @@
+// kernels/cuda/bench/cublas.h: cuBLAS's SGEMM, the peer the matmul ladder is measured
+// against in the GPU bench (kernels/cuda/bench/matmul.cpp). Only the bench links cuBLAS:
+// the ladder, the lessons and the trainer never depend on it.
+//
+// cublas.cu implements it when the build has nvcc; cublas_none.cpp otherwise (available()
+// says why not, and the bench lists no cuBLAS variants).
+#pragma once
+
+#include <string>
+
+#include "kernels/cuda/device.h"
+
+namespace kernels::cuda::bench {
+
+// Whether cuBLAS can run on `dev`: false for the emulator, in builds without nvcc, or when
+// creating a cuBLAS handle fails; *why then says which.
+bool cublas_available(Device& dev, std::string* why);
+
+// C (M,N) = A (M,K) . B (K,N), row-major fp32 device pointers, like the ladder's MatmulFn,
+// on the default stream (returns without waiting). tf32: allow tensor-core TF32 math
+// (CUBLAS_TF32_TENSOR_OP_MATH, v8's peer); otherwise pure fp32 (CUBLAS_DEFAULT_MATH).
+// Throws kernels::cuda::Error when cuBLAS fails.
+void cublas_sgemm(float* C, const float* A, const float* B, int M, int N, int K, bool tf32);
+
+}  // namespace kernels::cuda::bench

@@ -1,0 +1,16 @@
+// kernels/cuda/bench/cublas_none.cpp: the cuBLAS peer in builds without nvcc: never
+// available (kernels/cuda/bench/cublas.h).
+#include "kernels/cuda/bench/cublas.h"
+
+namespace kernels::cuda::bench {
+
+bool cublas_available(Device& /*dev*/, std::string* why) {
+  if (why) *why = "built without nvcc";
+  return false;
+}
+
+void cublas_sgemm(float*, const float*, const float*, int, int, int, bool) {
+  throw Error("cuBLAS: built without nvcc");
+}
+
+}  // namespace kernels::cuda::bench

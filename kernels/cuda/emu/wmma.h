@@ -1,0 +1,172 @@
+// kernels/cuda/emu/wmma.h: the part of CUDA's <mma.h> (nvcuda::wmma, the warp-level
+// tensor-core API) that the TF32 matmul (kernels/cuda/matmul.cu, v8) uses, for the emulator.
+// Include after kernels/cuda/cuda.h, in emulated builds only; nvcc builds include <mma.h>.
+//
+//   fragment<matrix_a,    16,16,8, precision::tf32, row_major | col_major>
+//   fragment<matrix_b,    16,16,8, precision::tf32, row_major | col_major>
+//   fragment<accumulator, 16,16,8, float>
+//   fill_fragment, load_matrix_sync, mma_sync, store_matrix_sync (mem_row_major |
+//   mem_col_major), __float_to_tf32
+//
+// The design, and why:
+//   - Which lane holds which element of a fragment is unspecified in CUDA (code may only
+//     loop over frag.x[0 .. num_elements) element-wise, e.g. to convert or scale), so any
+//     layout is a legal one. Here every lane holds the whole tile, row-major, and computes
+//     the whole product redundantly: the simplest layout there is, and a kernel that
+//     relied on a particular layout would be wrong on a GPU anyway.
+//   - load/store/mma/fill are collective on a GPU (every lane of the warp must call them,
+//     converged, with the same arguments), so each one starts with __syncwarp(): called
+//     from divergent code (some lanes returned, or took another branch) the emulator
+//     reports a misuse or a deadlock naming the thread, as a GPU would hang or compute
+//     garbage.
+//   - TF32 is fp32 with the low 13 mantissa bits dropped (8-bit exponent, 10-bit
+//     mantissa). __float_to_tf32 rounds to nearest, ties away from zero (PTX cvt.rna.tf32);
+//     mma_sync reads only the top 19 bits of each input (truncation), as the hardware does
+//     with inputs that were not converted, and accumulates in fp32.
+// Not modelled: any other shape or precision (half, bf16, int8, fp64), accumulator loads,
+// speed.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+
+#if !defined(NNLAB_EMULATED)
+#error "kernels/cuda/emu/wmma.h is the emulator's; nvcc builds include <mma.h>"
+#endif
+
+namespace nvcuda::wmma {
+
+// ---- tags --------------------------------------------------------------------------------
+struct row_major;
+struct col_major;
+struct matrix_a;
+struct matrix_b;
+struct accumulator;
+namespace precision {
+struct tf32;
+}
+enum layout_t { mem_row_major, mem_col_major };
+
+// ---- TF32 rounding -------------------------------------------------------------------------
+namespace detail {
+inline uint32_t bits_of(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+inline float float_of(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+constexpr uint32_t kTf32Mask = 0xFFFFE000u;  // sign, 8 exponent bits, top 10 mantissa bits
+// What an mma reads of an fp32 input: the top 19 bits (the low 13 are ignored).
+inline float truncate_tf32(float x) { return float_of(bits_of(x) & kTf32Mask); }
+}  // namespace detail
+
+// Rounds to the nearest TF32 value, ties away from zero (cvt.rna.tf32.f32): adding half of
+// the dropped unit (bit 12) carries into the kept bits exactly when the dropped part is
+// >= half. A carry out of the mantissa bumps the exponent (the right answer), up to inf.
+// NaN and inf pass through.
+inline float __float_to_tf32(float in) {
+  const uint32_t u = detail::bits_of(in);
+  if ((u & 0x7F800000u) == 0x7F800000u) return in;  // inf or NaN
+  return detail::float_of((u + 0x1000u) & detail::kTf32Mask);
+}
+
+// ---- fragments: every lane holds the whole tile, row-major --------------------------------
+template <class Use, int M, int N, int K, class T, class Layout = void>
+class fragment;
+
+template <int Rows, int Cols>
+struct frag_tile {
+  enum { rows = Rows, cols = Cols, num_elements = Rows * Cols };
+  float x[Rows * Cols];
+  float& at(int r, int c) { return x[r * Cols + c]; }
+  const float& at(int r, int c) const { return x[r * Cols + c]; }
+};
+
+// A is M x K = 16 x 8, B is K x N = 8 x 16, the accumulator M x N = 16 x 16. The Layout
+// of A and B says how load_matrix_sync reads memory, not how the fragment stores it.
+template <class Layout>
+class fragment<matrix_a, 16, 16, 8, precision::tf32, Layout> : public frag_tile<16, 8> {};
+template <class Layout>
+class fragment<matrix_b, 16, 16, 8, precision::tf32, Layout> : public frag_tile<8, 16> {};
+template <>
+class fragment<accumulator, 16, 16, 8, float, void> : public frag_tile<16, 16> {};
+
+namespace detail {
+template <class L>
+constexpr bool is_row_major() {
+  return std::is_same_v<L, row_major>;
+}
+// A warp-collective operation: every lane of the warp must call it, together.
+inline void collective(const char* what) { ::cudaemu::syncwarp(0xffffffffu, what); }
+}  // namespace detail
+
+// ---- the collective operations -------------------------------------------------------------
+
+template <class Use, int M, int N, int K, class T, class L>
+void fill_fragment(fragment<Use, M, N, K, T, L>& f, float v) {
+  detail::collective("wmma::fill_fragment");
+  for (float& e : f.x) e = v;
+}
+
+// Loads A or B: element (r, c) of the tile is p[r * ldm + c] when row_major, p[c * ldm + r]
+// when col_major. ldm counts elements and must be a multiple of 4 (16 bytes); p must be
+// 32-byte aligned (CUDA's rule for both; checked here as on a GPU it is silent garbage).
+template <class Use, class L>
+void load_matrix_sync(fragment<Use, 16, 16, 8, precision::tf32, L>& f, const float* p, unsigned ldm) {
+  detail::collective("wmma::load_matrix_sync");
+  if (ldm % 4 != 0 || reinterpret_cast<uintptr_t>(p) % 32 != 0) {
+    throw std::invalid_argument("wmma::load_matrix_sync: ldm must be a multiple of 4 and the pointer 32-byte aligned");
+  }
+  for (int r = 0; r < f.rows; ++r) {
+    for (int c = 0; c < f.cols; ++c) {
+      const size_t at = detail::is_row_major<L>() ? static_cast<size_t>(r) * ldm + c : static_cast<size_t>(c) * ldm + r;
+      f.at(r, c) = p[at];
+    }
+  }
+}
+
+// Stores the accumulator: element (r, c) to p[r * ldm + c] (mem_row_major) or
+// p[c * ldm + r] (mem_col_major). Every lane writes the same values.
+inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 8, float>& f, unsigned ldm,
+                              layout_t layout) {
+  detail::collective("wmma::store_matrix_sync");
+  if (ldm % 4 != 0 || reinterpret_cast<uintptr_t>(p) % 32 != 0) {
+    throw std::invalid_argument("wmma::store_matrix_sync: ldm must be a multiple of 4 and the pointer 32-byte aligned");
+  }
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 16; ++c) {
+      const size_t at = layout == mem_row_major ? static_cast<size_t>(r) * ldm + c : static_cast<size_t>(c) * ldm + r;
+      p[at] = f.at(r, c);
+    }
+  }
+}
+
+// d = a . b + c: d (16,16) = a (16,8) . b (8,16) + c (16,16), products of TF32 inputs,
+// summed in fp32. d may be c.
+template <class LA, class LB>
+void mma_sync(fragment<accumulator, 16, 16, 8, float>& d, const fragment<matrix_a, 16, 16, 8, precision::tf32, LA>& a,
+              const fragment<matrix_b, 16, 16, 8, precision::tf32, LB>& b,
+              const fragment<accumulator, 16, 16, 8, float>& c) {
+  detail::collective("wmma::mma_sync");
+  fragment<accumulator, 16, 16, 8, float> out;
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      float sum = c.at(i, j);
+      for (int k = 0; k < 8; ++k) {
+        sum = std::fma(detail::truncate_tf32(a.at(i, k)), detail::truncate_tf32(b.at(k, j)), sum);
+      }
+      out.at(i, j) = sum;
+    }
+  }
+  d = out;
+}
+
+}  // namespace nvcuda::wmma
