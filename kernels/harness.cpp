@@ -403,14 +403,14 @@ MachineInfo machine_info() {
   return m;
 }
 
-namespace {
-
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
     if (ch == '"' || ch == '\\') {
       out += '\\';
       out += ch;
+    } else if (ch == '\n') {
+      out += "\\n";
     } else if (static_cast<unsigned char>(ch) < 0x20) {
       out += ' ';
     } else {
@@ -420,14 +420,12 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-std::string json_number(double v) {
+std::string json_number(double v, int precision) {
   if (!std::isfinite(v)) return "null";
   std::ostringstream os;
-  os << std::setprecision(6) << v;
+  os << std::setprecision(precision) << v;
   return os.str();
 }
-
-}  // namespace
 
 void write_json(std::ostream& out, const MachineInfo& m, const Ceilings& c,
                 const std::vector<Result>& results) {

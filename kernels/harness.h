@@ -224,6 +224,11 @@ struct MachineInfo {
 };
 MachineInfo machine_info();
 
+// JSON pieces the writers share (the GPU harness too): a quoted, escaped string; a number
+// with `precision` significant digits, or null when it is not finite.
+std::string json_string(const std::string& s);
+std::string json_number(double v, int precision = 6);
+
 void write_json(std::ostream& out, const MachineInfo& machine, const Ceilings& ceilings,
                 const std::vector<Result>& results);
 void write_markdown(std::ostream& out, const MachineInfo& machine, const Ceilings& ceilings,

@@ -99,15 +99,7 @@ class GeluProblem final : public Problem {
   void run(size_t v) override { run_at(v, 0); }
   // Aligned, then with input and output one float into their buffers (v2's fallback).
   harness::Check validate(size_t v) override {
-    harness::Check c;
-    for (size_t at : {size_t{0}, size_t{1}}) {
-      out_.fill_bytes(0xFF);
-      run_at(v, at);
-      dev_.synchronize();
-      c = harness::merge(c, compare_window(at == 0 ? "out" : "out (start 4 bytes past 16-byte alignment)", out_, at,
-                                           n_, want_, kGeluTol));
-    }
-    return c;
+    return validate_aligned_and_shifted(dev_, out_, n_, want_, kGeluTol, [&](size_t at) { run_at(v, at); });
   }
 
  private:
@@ -153,15 +145,7 @@ class BiasGeluProblem final : public Problem {
   void run(size_t v) override { run_at(v, 0); }
   // Aligned, then with inp, bias and out one float into their buffers (v3's fallback).
   harness::Check validate(size_t v) override {
-    harness::Check c;
-    for (size_t at : {size_t{0}, size_t{1}}) {
-      out_.fill_bytes(0xFF);
-      run_at(v, at);
-      dev_.synchronize();
-      c = harness::merge(c, compare_window(at == 0 ? "out" : "out (start 4 bytes past 16-byte alignment)", out_, at,
-                                           n_, want_, kGeluTol));
-    }
-    return c;
+    return validate_aligned_and_shifted(dev_, out_, n_, want_, kGeluTol, [&](size_t at) { run_at(v, at); });
   }
 
  private:

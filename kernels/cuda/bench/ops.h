@@ -101,5 +101,9 @@ harness::Check compare_device(const std::string& name, const Buffer<float>& got,
 // run once on the aligned buffers, once one float into them.)
 harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
                               const std::vector<double>& want, harness::Tolerance tol);
+// Both runs at once: fills `out` with NaN, calls run_at(0) (aligned buffers), compares the
+// window; then the same with run_at(1) (every pointer one float in). Merged report.
+harness::Check validate_aligned_and_shifted(Device& dev, Buffer<float>& out, size_t n, const std::vector<double>& want,
+                                            harness::Tolerance tol, const std::function<void(size_t at)>& run_at);
 
 }  // namespace kernels::cuda::bench

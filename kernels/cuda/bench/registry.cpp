@@ -55,4 +55,17 @@ harness::Check compare_window(const std::string& name, const Buffer<float>& out,
   return c;
 }
 
+harness::Check validate_aligned_and_shifted(Device& dev, Buffer<float>& out, size_t n, const std::vector<double>& want,
+                                            harness::Tolerance tol, const std::function<void(size_t at)>& run_at) {
+  harness::Check c;
+  for (size_t at : {size_t{0}, size_t{1}}) {
+    out.fill_bytes(0xFF);
+    run_at(at);
+    dev.synchronize();
+    c = harness::merge(c, compare_window(at == 0 ? "out" : "out (start 4 bytes past 16-byte alignment)", out, at, n,
+                                         want, tol));
+  }
+  return c;
+}
+
 }  // namespace kernels::cuda::bench

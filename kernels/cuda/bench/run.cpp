@@ -407,29 +407,9 @@ int count_failed(const std::vector<Result>& results) {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (static_cast<unsigned char>(ch) < 0x20) {
-      out += ' ';
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream os;
-  os << std::setprecision(7) << v;
-  return os.str();
-}
+// Seven significant digits: the samples of a microsecond kernel keep their differences.
+std::string json_number(double v) { return harness::json_number(v, 7); }
+using harness::json_string;
 
 const char* json_bool(bool b) { return b ? "true" : "false"; }
 

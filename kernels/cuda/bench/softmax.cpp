@@ -68,15 +68,7 @@ class SoftmaxProblem final : public Problem {
   // better.
   harness::Check validate(size_t v) override {
     const harness::Tolerance tol{1e-12, 1e-5 + 4e-9 * static_cast<double>(cols_)};
-    harness::Check c;
-    for (size_t at : {size_t{0}, size_t{1}}) {
-      out_.fill_bytes(0xFF);
-      run_at(v, at);
-      dev_.synchronize();
-      c = harness::merge(c, compare_window(at == 0 ? "out" : "out (start 4 bytes past 16-byte alignment)", out_, at,
-                                           n_, want_, tol));
-    }
-    return c;
+    return validate_aligned_and_shifted(dev_, out_, n_, want_, tol, [&](size_t at) { run_at(v, at); });
   }
 
  private:
