@@ -119,6 +119,15 @@ __global__ void count_odd(int* out) {
 
 // ---- kernels that misuse ---------------------------------------------------------------------
 
+// Touches the first and last float of its dynamic shared memory.
+__global__ void big_smem(float* out, int n) {
+  float* s = kernels::cuda::dynamic_shared<float>();
+  s[threadIdx.x] = 1.0f;
+  s[n - 1 - static_cast<int>(threadIdx.x)] = 2.0f;
+  __syncthreads();
+  out[threadIdx.x] = s[threadIdx.x] + s[n - 1 - static_cast<int>(threadIdx.x)];
+}
+
 // The classic: an early return before a barrier.
 __global__ void early_return(float* out, int n) {
   __shared__ float tile[64];
@@ -284,6 +293,19 @@ TEST_CASE("emulator: an invalid launch configuration is refused", "[cuda][emu]")
     launch("off_by_one", off_by_one, dim3(1), dim3(2048), 0, out.data(), 64);
   });
   CHECK_THAT(e, Contains("off_by_one") && Contains("2048 threads per block"));
+}
+
+TEST_CASE("emulator: more than 48 KiB of dynamic shared memory needs cudaFuncSetAttribute", "[cuda][emu]") {
+  Buffer<float> out(dev(), 32);
+  const int n = 16 * 1024;  // 64 KiB
+  const size_t bytes = n * sizeof(float);
+  const std::string e = launch_error([&] { launch("big_smem", big_smem, dim3(1), dim3(32), bytes, out.data(), n); });
+  CHECK_THAT(e, Contains("kernel 'big_smem'") && Contains("65536 bytes of dynamic shared memory") &&
+                    Contains("cudaFuncSetAttribute"));
+  kernels::cuda::check(cudaFuncSetAttribute(big_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, n * 4),
+                       "cudaFuncSetAttribute");
+  launch("big_smem", big_smem, dim3(1), dim3(32), bytes, out.data(), n);
+  CHECK(out.to_host()[0] == 3.0f);
 }
 
 TEST_CASE("emulator: misuse - __syncthreads not reached by every thread", "[cuda][emu]") {

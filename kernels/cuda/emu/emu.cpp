@@ -625,7 +625,14 @@ int emulated_sm() {
 namespace {
 size_t smem_limit() { return emulated_sm() >= 90 ? 227 * 1024 : emulated_sm() >= 80 ? 163 * 1024 : 64 * 1024; }
 
-void check_config(const char* name, dim3 grid, dim3 block, size_t smem) {
+std::map<const void*, size_t>& max_dynamic_smem() {
+  static auto* m = new std::map<const void*, size_t>();  // never destroyed, like the allocations
+  return *m;
+}
+
+constexpr size_t kDefaultDynamicSmem = 48 * 1024;
+
+void check_config(const char* name, const void* kernel, dim3 grid, dim3 block, size_t smem) {
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   std::string why;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || threads == 0) {
@@ -641,6 +648,13 @@ void check_config(const char* name, dim3 grid, dim3 block, size_t smem) {
   } else if (smem > smem_limit()) {
     why = std::to_string(smem) + " bytes of dynamic shared memory (this device allows " +
           std::to_string(smem_limit()) + " per block)";
+  } else if (smem > kDefaultDynamicSmem) {
+    const auto it = max_dynamic_smem().find(kernel);
+    if (it == max_dynamic_smem().end() || it->second < smem) {
+      why = std::to_string(smem) + " bytes of dynamic shared memory: above 48 KiB a kernel must first raise its "
+            "limit, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, " +
+            std::to_string(smem) + "), as a GPU requires";
+    }
   }
   if (!why.empty()) {
     g_last_error = cudaErrorInvalidConfiguration;
@@ -650,9 +664,14 @@ void check_config(const char* name, dim3 grid, dim3 block, size_t smem) {
 }
 }  // namespace
 
-void run_launch(const char* name, dim3 grid, dim3 block, size_t dynamic_smem, KernelBody body, void* closure) {
+void set_max_dynamic_smem(const void* kernel, int bytes) {
+  max_dynamic_smem()[kernel] = bytes > 0 ? static_cast<size_t>(bytes) : 0;
+}
+
+void run_launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t dynamic_smem, KernelBody body,
+                void* closure) {
   if (g_launch) throw LaunchError(std::string("kernel '") + name + "' launched from inside a kernel");
-  check_config(name, grid, block, dynamic_smem);
+  check_config(name, kernel, grid, block, dynamic_smem);
   Launch launch;
   launch.name = name;
   launch.grid = grid;

@@ -28,7 +28,7 @@
 //   - arithmetic on uninitialised dynamic shared memory (signalling NaN + the FPU's
 //     invalid-operation trap, which also stops inf - inf, 0 * inf and sqrt(-1));
 //   - a launch configuration a GPU would refuse (more than 1024 threads, too much shared
-//     memory).
+//     memory, more than 48 KiB of dynamic shared memory without cudaFuncSetAttribute).
 // What it does not model: timing (an emulated launch says nothing about GPU speed), memory
 // coalescing and bank conflicts, warp divergence costs, misaligned float4 accesses (caught
 // only when the compiler happens to emit an aligned SSE/AVX move: then the error says
@@ -122,8 +122,11 @@ void* dynamic_shared_memory();
 
 // Runs one launch to completion (blocks one after another). Throws LaunchError.
 using KernelBody = void (*)(void* closure);
-void run_launch(const char* name, dim3 grid, dim3 block, size_t dynamic_smem, KernelBody body,
-                void* closure);
+void run_launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t dynamic_smem,
+                KernelBody body, void* closure);
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, n) records n:
+// as on a GPU, a launch asking for more than 48 KiB of dynamic shared memory needs it.
+void set_max_dynamic_smem(const void* kernel, int bytes);
 
 // The launch helper: kernels/cuda/cuda.h's launch() calls this in the emulated build.
 // Arguments are converted to the kernel's parameter types once, as a real launch copies
@@ -136,7 +139,7 @@ void launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, size_
     std::tuple<std::decay_t<P>...> args;
   } closure{kernel, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)};
   run_launch(
-      name, grid, block, smem,
+      name, reinterpret_cast<const void*>(kernel), grid, block, smem,
       [](void* c) {
         auto* cl = static_cast<Closure*>(c);
         std::apply(cl->kernel, cl->args);
@@ -368,8 +371,11 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 template <class T>
-cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute, int) {
-  return cudaSuccess;  // the emulator allows up to sharedMemPerBlockOptin without asking
+cudaError_t cudaFuncSetAttribute(T* kernel, cudaFuncAttribute attr, int value) {
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    cudaemu::set_max_dynamic_smem(reinterpret_cast<const void*>(kernel), value);
+  }
+  return cudaSuccess;
 }
 
 namespace cudaemu {
