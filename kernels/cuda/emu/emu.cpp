@@ -185,6 +185,28 @@ const Stack& stack_for(size_t i) {
   return all[i];
 }
 
+// AddressSanitizer must be told when the stack changes under it (the sanitize preset);
+// elsewhere these are empty.
+#if defined(__SANITIZE_ADDRESS__)
+const void* g_sched_stack_bottom = nullptr;
+size_t g_sched_stack_size = 0;
+void* g_sched_fake_stack = nullptr;
+void asan_enter_fiber(const Stack& s) { __sanitizer_start_switch_fiber(&g_sched_fake_stack, s.map + kPage, s.bytes); }
+void asan_back_in_scheduler() { __sanitizer_finish_switch_fiber(g_sched_fake_stack, nullptr, nullptr); }
+void asan_fiber_started() { __sanitizer_finish_switch_fiber(nullptr, &g_sched_stack_bottom, &g_sched_stack_size); }
+void asan_leave_fiber(bool finished) {
+  static void* fake = nullptr;
+  __sanitizer_start_switch_fiber(finished ? nullptr : &fake, g_sched_stack_bottom, g_sched_stack_size);
+}
+void asan_fiber_resumed() { __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr); }
+#else
+void asan_enter_fiber(const Stack&) {}
+void asan_back_in_scheduler() {}
+void asan_fiber_started() {}
+void asan_leave_fiber(bool) {}
+void asan_fiber_resumed() {}
+#endif
+
 // ---- faults inside a kernel: turned into a LaunchError naming the thread -----------------
 
 struct sigaction g_old_segv, g_old_bus, g_old_fpe;
@@ -250,6 +272,7 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
   g_launch->failed = true;
   g_launch->error = where(*g_current) + ": " + what;
   g_current->wait = Wait::Done;
+  asan_leave_fiber(true);        // this fiber is abandoned
   setcontext(&g_launch->sched);  // back to the scheduler, which throws
 }
 
@@ -305,37 +328,18 @@ BreakAt parse_break() {
 
 bool same(uint3 a, uint3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
 
-// AddressSanitizer must be told when the stack changes under it (the sanitize preset);
-// elsewhere these are empty.
-#if defined(__SANITIZE_ADDRESS__)
-const void* g_sched_stack_bottom = nullptr;
-size_t g_sched_stack_size = 0;
-void* g_sched_fake_stack = nullptr;
-void asan_enter_fiber(const Stack& s) { __sanitizer_start_switch_fiber(&g_sched_fake_stack, s.map + kPage, s.bytes); }
-void asan_back_in_scheduler() { __sanitizer_finish_switch_fiber(g_sched_fake_stack, nullptr, nullptr); }
-void asan_fiber_started() { __sanitizer_finish_switch_fiber(nullptr, &g_sched_stack_bottom, &g_sched_stack_size); }
-void asan_leave_fiber(bool finished) {
-  static void* fake = nullptr;
-  __sanitizer_start_switch_fiber(finished ? nullptr : &fake, g_sched_stack_bottom, g_sched_stack_size);
-}
-void asan_fiber_resumed() { __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr); }
-#else
-void asan_enter_fiber(const Stack&) {}
-void asan_back_in_scheduler() {}
-void asan_fiber_started() {}
-void asan_leave_fiber(bool) {}
-void asan_fiber_resumed() {}
-#endif
-
 void yield() {
   asan_leave_fiber(g_current->wait == Wait::Done);
   swapcontext(&g_current->ctx, &g_launch->sched);
   asan_fiber_resumed();
 }
 
-void fail_here(const std::string& what) {
+// The fiber is abandoned, so nothing on its stack is ever destroyed: the caller's message
+// is released here (swap with an empty string) before leaving for good.
+void fail_here(std::string&& what) {
   g_launch->failed = true;
   g_launch->error = where(*g_current) + ": " + what;
+  std::string().swap(what);
   g_current->wait = Wait::Done;
   yield();  // never resumed
 }
@@ -365,11 +369,13 @@ void fiber_main() {
   cudaemu_thread_start(g_launch->name, g_block_idx.x, g_block_idx.y, g_block_idx.z, f->idx.x, f->idx.y, f->idx.z);
   static const BreakAt brk = parse_break();
   if (brk.on && same(brk.block, g_block_idx) && same(brk.thread, f->idx)) raise(SIGTRAP);
+  std::string thrown;  // the failure is reported after the catch: the exception is freed first
   try {
     g_launch->body(g_launch->closure);
   } catch (const std::exception& e) {
-    fail_here(std::string("threw ") + e.what());
+    thrown = std::string("threw ") + e.what();
   }
+  if (!thrown.empty()) fail_here(std::move(thrown));
   f->wait = Wait::Done;
   yield();  // never resumed: the scheduler drops finished fibers
 }
@@ -571,10 +577,14 @@ namespace {
 void warp_wait(unsigned mask, const char* what) {
   Fiber& f = *g_current;
   if (!(mask >> f.lane & 1u)) {
-    std::ostringstream os;
-    os << what << " is called by lane " << f.lane << " with mask 0x" << std::hex << mask
-       << ", which does not include the caller";
-    fail_here(os.str());
+    std::string msg;
+    {  // the stream is destroyed before the fiber is abandoned
+      std::ostringstream os;
+      os << what << " is called by lane " << f.lane << " with mask 0x" << std::hex << mask
+         << ", which does not include the caller";
+      msg = os.str();
+    }
+    fail_here(std::move(msg));
   }
   f.wait = Wait::Warp;
   f.what = what;
