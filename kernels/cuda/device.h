@@ -71,6 +71,57 @@ using AdamWFn = void (*)(float* params, float* m, float* v, const float* grads, 
 // fused one needs none: that is the O(T^2) vs O(T) memory).
 using AttentionFn = void (*)(float* out, float* workspace, const float* qkv, int B, int T, int C, int NH);
 using WorkspaceFn = size_t (*)(int B, int T, int C, int NH);
+// ---- the GPT's ops (what gpt/backend_cuda.cpp calls; issue 7) -----------------------------
+// C (M,N) = op(A) . op(B) (+ bias[col] when bias is not null), or C += that (accumulate).
+// op(A) = A stored (M,K), or with trans_a A stored (K,M) and read transposed; op(B) = B
+// stored (K,N), or with trans_b B stored (N,K). The GPT's linear layer uses three forms:
+//   forward   out (N,OC)  = inp (N,C) . W (OC,C)^T + b     M=N, N=OC, K=C   trans_b
+//   dinp      dinp (N,C)  = dout (N,OC) . W (OC,C)         M=N, N=C, K=OC   plain
+//   dweight   dW (OC,C)  += dout (N,OC)^T . inp (N,C)      M=OC, N=C, K=N   trans_a, accumulate
+// Every version gives the same result run after run (no atomics across K).
+struct GemmArgs {
+  bool trans_a = false;
+  bool trans_b = false;
+  bool accumulate = false;      // C += result (bias included) instead of C = result
+  const float* bias = nullptr;  // (N), added to every row
+};
+using GemmFn = void (*)(float* C, const float* A, const float* B, int M, int N, int K, GemmArgs args);
+// dbias (OC) += the column sums of dout (N,OC), summed in a fixed order (deterministic).
+using BiasBackwardFn = void (*)(float* dbias, const float* dout, int N, int OC);
+// Causal self-attention backward (nn::attention_backward): from dout (B,T,C), qkv (B,T,3C)
+// and att (B,NH,T,T), the probabilities the unfused forward versions (attention v1, v2)
+// leave in their workspace (entries t2 <= t; the rest is never read), writes dqkv (B,T,3C)
+// (assigned). workspace: the bytes Version::workspace says (dpreatt / datt scratch).
+using AttentionBackwardFn = void (*)(float* dqkv, float* workspace, const float* dout, const float* qkv,
+                                     const float* att, int B, int T, int C, int NH);
+// out (B,T,C) = wte[inp[b,t]] + wpe[t]   (nn::encoder_forward; ids already checked < V)
+using EncoderForwardFn = void (*)(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
+                                  int C);
+// dwte (V,C) += for each token id, the sum of dout over the positions holding it;
+// dwpe (T,C) += the sum of dout over the batch. Fixed summation order (deterministic).
+using EncoderBackwardFn = void (*)(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T,
+                                   int C, int V);
+// dinp = dout * gelu'(inp) (tanh approximation; nn::gelu_backward), n floats, assigned.
+using GeluBackwardFn = void (*)(float* dinp, const float* dout, const float* inp, size_t n);
+// out = inp * mask with mask_i = nn::dropout_uniform(seed, i) < p ? 0 : 1 / (1 - p): bit for
+// bit the mask of nn::dropout_forward (nn/transformer.h); out may alias inp.
+using DropoutForwardFn = void (*)(float* out, float* mask, const float* inp, size_t n, float p, uint64_t seed);
+// out = a * b elementwise (the dropout backward: dinp = dout * mask).
+using MultiplyFn = void (*)(float* out, const float* a, const float* b, size_t n);
+// out = a + b (the residual add; out may alias a or b).
+using AddFn = void (*)(float* out, const float* a, const float* b, size_t n);
+// losses (N) = -log probs[n, targets[n]], from the probabilities a softmax version wrote.
+using CrossEntropyLossFn = void (*)(float* losses, const float* probs, const int* targets, int N, int V);
+// dlogits (N,V) = (probs - onehot(targets)) * scale, assigned (scale = dloss / N).
+using CrossEntropyBackwardFn = void (*)(float* dlogits, const float* probs, const int* targets, int N, int V,
+                                        float scale);
+// *out = sum of x[i] (or of x[i]^2 with squares), accumulated in double in a fixed order
+// whatever the GPU (deterministic). workspace: at least kSumWorkspaceDoubles doubles.
+inline constexpr size_t kSumWorkspaceDoubles = 1024;
+using SumFn = void (*)(double* out, double* workspace, const float* x, size_t n, bool squares);
+// x *= s, n floats.
+using ScaleFn = void (*)(float* x, float s, size_t n);
+
 // Not an op: the FP32 FLOP ceiling (kernels/cuda/ceilings.cu). `blocks` x `threads` threads
 // each run `iters` rounds of independent FMA chains and write one float to out; returns the
 // FLOPs launched.
@@ -105,6 +156,20 @@ struct Kernels {
   std::vector<Version<CrossEntropyFn>> crossentropy;
   std::vector<Version<AdamWFn>> adamw;
   std::vector<Version<AttentionFn>> attention;
+  // the GPT's ops (issue 7)
+  std::vector<Version<GemmFn>> gemm;
+  std::vector<Version<BiasBackwardFn>> bias_backward;
+  std::vector<Version<AttentionBackwardFn>> attention_backward;
+  std::vector<Version<EncoderForwardFn>> encoder_forward;
+  std::vector<Version<EncoderBackwardFn>> encoder_backward;
+  std::vector<Version<GeluBackwardFn>> gelu_backward;
+  std::vector<Version<DropoutForwardFn>> dropout_forward;
+  std::vector<Version<MultiplyFn>> multiply;
+  std::vector<Version<AddFn>> add;
+  std::vector<Version<CrossEntropyLossFn>> crossentropy_loss;
+  std::vector<Version<CrossEntropyBackwardFn>> crossentropy_backward;
+  std::vector<Version<SumFn>> sum;
+  std::vector<Version<ScaleFn>> scale;
   FmaPeakFn fma_peak = nullptr;  // the GPU harness's FLOP ceiling (kernels/cuda/bench/run.h)
 };
 

@@ -15,7 +15,10 @@ void add_softmax(Kernels& k);             // softmax.cu
 void add_layernorm(Kernels& k);           // layernorm.cu: forward, backward, residual + layernorm
 void add_crossentropy(Kernels& k);        // crossentropy.cu
 void add_adamw(Kernels& k);               // adamw.cu
-void add_attention(Kernels& k);           // attention.cu
+void add_attention(Kernels& k);           // attention.cu: forward and backward
+void add_gemm(Kernels& k);                // gemm.cu: gemm (transposes, bias, accumulate), bias_backward
+void add_gpt_ops(Kernels& k);             // gpt_ops.cu: encoder, gelu backward, dropout, add, multiply,
+                                          // cross-entropy loss and backward, sum, scale
 void add_ceilings(Kernels& k);            // ceilings.cu: the FP32 FMA peak kernel
 
 // This build's device (device_impl.cu): the emulator always; on the GPU build, the first

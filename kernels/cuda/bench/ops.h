@@ -77,6 +77,17 @@ Op bias_gelu_op();
 Op crossentropy_op();
 Op adamw_op();
 Op attention_op();
+// the GPT's ops (issue 7)
+Op gemm_op();                    // bench/gemm.cpp
+Op bias_backward_op();           // bench/gemm.cpp
+Op attention_backward_op();      // bench/attention.cpp
+Op encoder_forward_op();         // bench/gpt_ops.cpp, and the rest
+Op encoder_backward_op();
+Op gelu_backward_op();
+Op dropout_forward_op();
+Op crossentropy_loss_op();
+Op crossentropy_backward_op();
+Op sum_op();
 
 // ---- helpers the op descriptions share (kernels/cuda/bench/registry.cpp) -------------------
 
