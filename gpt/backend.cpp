@@ -3,6 +3,11 @@
 #include "gpt/backend.h"
 
 #include <cmath>
+#include <cstring>
+#include <new>
+
+#include "gpt/backend_cuda.h"
+#include "kernels/ceilings.h"
 
 #include "nn/attention.h"
 #include "nn/check.h"
@@ -35,7 +40,7 @@ class NaiveBackend final : public Backend {
     nn::encoder_forward(out, inp, wte, wpe, B, T, C, V);
   }
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T,
-                        int C) override {
+                        int C, int /*V*/) override {
     nn::encoder_backward(dwte, dwpe, dout, inp, B, T, C);
   }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
@@ -115,13 +120,46 @@ class NaiveBackend final : public Backend {
 
 std::unique_ptr<Backend> make_naive_backend() { return std::make_unique<NaiveBackend>(); }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
+std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& precision) {
+  if (name == "cuda") return make_cuda_backend(precision);
+  NN_CHECK(name == "naive" || name == "cpu", "unknown backend '" << name << "': choose naive (plain loops, the "
+                                                                 << "reference), cpu (SIMD + OpenMP kernels) or cuda "
+                                                                 << "(the lesson-09 kernels on a GPU)");
+  NN_CHECK(precision == "auto" || precision == "fp32",
+           "the " << name << " backend computes in fp32 only; --precision " << precision << " needs --backend cuda");
   if (name == "naive") return make_naive_backend();
-  if (name == "cpu") return make_cpu_backend();
-  NN_CHECK(false, "unknown backend '" << name << "': choose naive (plain loops, the reference) or cpu "
-                                      << "(SIMD + OpenMP kernels)"
-                                      << (name == "cuda" ? "; the cuda backend is not built yet (issue 7)" : ""));
-  return nullptr;
+  return make_cpu_backend();
+}
+
+double Backend::measure_peak_flops(int threads, std::string* what) {
+  if (what) *what = "FMA loop on " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + ", measured now";
+  return kernels::measure_fma_peak(threads, 0.2);
+}
+
+namespace {
+
+class HostMemory final : public Memory {
+ public:
+  bool is_host() const override { return true; }
+  std::string where() const override { return "host memory"; }
+  void* allocate(size_t bytes) override {
+    void* p = ::operator new(bytes, std::align_val_t{64}, std::nothrow);
+    NN_CHECK(p != nullptr, "out of host memory: asked for " << bytes / (1 << 20) << " MiB");
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  void release(void* p) override { ::operator delete(p, std::align_val_t{64}); }
+  void zero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
+  void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void from_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+};
+
+}  // namespace
+
+Memory& host_memory() {
+  static HostMemory m;
+  return m;
 }
 
 }  // namespace gpt

@@ -2,10 +2,12 @@
 // code (gpt/model.cpp) is written once and runs on every backend:
 //   naive  plain loops from nn/ (nn/transformer.h, nn/attention.h, nn/ops.h): the reference
 //   cpu    the lesson-03 kernels: SIMD, kernels::sgemm, OpenMP, fused where it pays
-//   (cuda  issue 7: the lesson-09 kernels)
+//   cuda   the lesson-09 kernels (gpt/backend_cuda.h), on a GPU or the CUDA emulator
 //
 // Conventions, the same for every backend:
-//   - pointers are to float buffers the model owns (host memory for naive and cpu);
+//   - pointers (floats, and the int32 token ids) are into buffers the model owns, in the
+//     backend's memory(): host memory for naive and cpu, device memory for cuda
+//     (gpt/memory.h); token ids are already checked to be < V;
 //   - N = B * T rows, C channels, OC output channels, V vocabulary, NH heads;
 //   - gradient rule of nn/: parameter gradients ACCUMULATE, activation gradients are
 //     ASSIGNED, except layernorm_backward's dinp, which ACCUMULATES (the residual stream);
@@ -20,19 +22,37 @@
 #include <memory>
 #include <string>
 
+#include "gpt/memory.h"
+
 namespace gpt {
+
+struct GPTConfig;  // gpt/model.h
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Where this backend's tensors must live (host memory unless overridden).
+  virtual Memory& memory() { return host_memory(); }
+  // Waits for every op launched so far (a GPU runs them asynchronously; host backends are
+  // done when the call returns). What timing around ops needs.
+  virtual void synchronize() {}
+  // The FLOP/s ceiling MFU is measured against, measured now on what this backend runs on
+  // (host backends: the lesson-03 FMA loop on `threads` threads); *what says what it is.
+  // 0 when not measured.
+  virtual double measure_peak_flops(int threads, std::string* what);
+  // nn::Error when a training run at (B, T) of config `c` cannot fit (the cuda backend
+  // checks the GPU's free memory and lists what needs how much); host backends: no check.
+  virtual void check_capacity(const GPTConfig& c, int B, int T) {
+    (void)c, (void)B, (void)T;
+  }
 
   // out (B,T,C) = wte[inp] + wpe[t]   (nn::encoder_forward; V for the id check)
   virtual void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B,
                                int T, int C, int V) = 0;
   // dwte (V,C), dwpe (T,C) accumulated   (nn::encoder_backward)
   virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B,
-                                int T, int C) = 0;
+                                int T, int C, int V) = 0;
 
   // (nn::layernorm_forward / nn::layernorm_backward; dinp ACCUMULATES)
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -96,8 +116,10 @@ class Backend {
                             float beta2, float eps, float weight_decay, int64_t t) = 0;
 };
 
-// "naive" or "cpu" (nn::Error naming the choices otherwise).
-std::unique_ptr<Backend> make_backend(const std::string& name);
+// "naive", "cpu" or "cuda" (nn::Error naming the choices otherwise). `precision` is the
+// cuda backend's (gpt/backend_cuda.h: "auto", "fp32", "tf32", "bf16"); the host backends
+// compute in fp32 only and refuse anything but "auto" or "fp32".
+std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& precision = "auto");
 std::unique_ptr<Backend> make_naive_backend();
 std::unique_ptr<Backend> make_cpu_backend();
 

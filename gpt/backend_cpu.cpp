@@ -245,7 +245,7 @@ class CpuBackend final : public Backend {
   }
 
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T,
-                        int C) override {
+                        int C, int /*V*/) override {
     // dout (B,T,C) -> dwte (V,C) +=, dwpe (>=T,C) +=
     // dwpe: position t sums over b = 0..B-1 in order, one thread per t.
     // dwte: the positions are bucketed by token id (a stable counting sort), then one thread

@@ -50,8 +50,12 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--eps", o.eps, "AdamW epsilon")->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(t);
   app.add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0: off)")->check(CLI::Range(0.0, 1e9))->capture_default_str()->group(t);
   app.add_option("--seed", o.seed, "Seed: weights, batches, dropout, sampling")->capture_default_str()->group(t);
-  app.add_option("--backend", o.backend, "naive (plain loops, the reference) or cpu (SIMD + OpenMP kernels)")
+  app.add_option("--backend", o.backend, "naive (plain loops, the reference), cpu (SIMD + OpenMP kernels) or cuda "
+                 "(the lesson-09 kernels on a GPU; NNLAB_DEVICE=emu: on the CPU emulator)")
       ->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str()->group(t);
+  app.add_option("--precision", o.precision, "cuda: fp32, tf32 or bf16 matmuls (auto: bf16 on compute capability "
+                 "8.0+, else fp32); naive and cpu: fp32 only")
+      ->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str()->group(t);
   app.add_option("--threads", o.threads, "OpenMP threads (0: the default, all cores)")->check(CLI::Range(0, 4096))->capture_default_str()->group(t);
   app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(CLI::Range(0.0, 1e9))->capture_default_str()->group(t);
   app.add_option("--eval-interval", o.eval_interval, "Steps between evaluations (and checkpoints)")->check(CLI::Range(1, 100000000))->capture_default_str()->group(e);
@@ -83,7 +87,8 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   sample_cmd->add_option("--temperature", opts.sample.temperature, "Temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str();
   sample_cmd->add_option("--top-k", opts.sample.top_k, "Only the k most likely characters (0: all)")->check(CLI::Range(0, 65536))->capture_default_str();
   sample_cmd->add_option("--seed", opts.sample.seed, "Seed of the draws")->capture_default_str();
-  sample_cmd->add_option("--backend", opts.backend, "naive or cpu")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+  sample_cmd->add_option("--backend", opts.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+  sample_cmd->add_option("--precision", opts.train.precision, "cuda: auto, fp32, tf32 or bf16")->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str();
 
   CLI::App* eval_cmd = gpt_cmd->add_subcommand("eval", "Train and val loss of a checkpoint over many batches");
   eval_cmd->add_option("--checkpoint", opts.checkpoint, "A checkpoint written by `nnlab gpt train`")->required();
@@ -92,7 +97,8 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   eval_cmd->add_option("--eval-iters", opts.train.eval_iters, "Batches per split")->check(CLI::Range(1, 1000000))->capture_default_str();
   eval_cmd->add_option("--batch-size", opts.train.batch_size, "Sequences per batch")->check(CLI::Range(1, 65536))->capture_default_str();
   eval_cmd->add_option("--seed", opts.train.seed, "Seed of the batches")->capture_default_str();
-  eval_cmd->add_option("--backend", opts.backend, "naive or cpu")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+  eval_cmd->add_option("--backend", opts.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+  eval_cmd->add_option("--precision", opts.train.precision, "cuda: auto, fp32, tf32 or bf16")->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str();
 
   CLI::App* bench_cmd = gpt_cmd->add_subcommand(
       "bench", "Time one training step (ms/iteration) of our backends and of PyTorch eager, same model, same run");
@@ -111,7 +117,8 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   dump_cmd->add_option("--checkpoint", opts.checkpoint, "A checkpoint written by `nnlab gpt train`")->required();
   dump_cmd->add_option("--text", opts.dump_text, "The text (at most block_size + 1 characters are used)")->required();
   dump_cmd->add_option("--out", opts.dump_out, "The safetensors file to write")->required();
-  dump_cmd->add_option("--backend", opts.backend, "naive or cpu")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+  dump_cmd->add_option("--backend", opts.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+  dump_cmd->add_option("--precision", opts.train.precision, "cuda: auto, fp32, tf32 or bf16")->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str();
 
   CLI::App* diff_cmd = gpt_cmd->add_subcommand("diff", "Per-tensor max relative error between two dumps (ours vs PyTorch, naive vs cpu)");
   diff_cmd->add_option("files", opts.diff_files, "Two safetensors dumps")->required()->expected(2)->check(CLI::ExistingFile);
@@ -158,7 +165,7 @@ void apply_config_file(CLI::App& app, const std::string& path) {
 }
 
 double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup) {
-  auto be = make_backend(backend);
+  auto be = make_backend(backend, o.precision);
   GPTConfig c;
   c.vocab_size = 65;
   c.block_size = o.block_size;
@@ -167,9 +174,10 @@ double time_train_step(const TrainOptions& o, const std::string& backend, int it
   c.n_embd = o.n_embd;
   c.dropout = o.dropout;
   c.bias = o.bias;
-  GPT model = gpt_create(c);
-  gpt_init_weights(model, o.seed);
   const int B = o.batch_size, T = o.block_size;
+  be->check_capacity(c, B, T);
+  GPT model = gpt_create(c, be->memory());
+  gpt_init_weights(model, o.seed);
   nn::Rng rng(o.seed);
   std::vector<int32_t> x(static_cast<size_t>(B) * T), y(x.size());
   AdamWConfig acfg;
@@ -185,6 +193,7 @@ double time_train_step(const TrainOptions& o, const std::string& backend, int it
     gpt_backward(model, *be);
     gpt_clip_grad_norm(model, *be, o.grad_clip);
     gpt_adamw_step(model, *be, acfg, o.lr);
+    be->synchronize();  // a GPU runs the last kernels after the host has moved on
     const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) ms.push_back(t);
   }
@@ -329,17 +338,17 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
     return 0;
   }
   if (gpt_cmd.got_subcommand("sample")) {
-    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
-    auto be = make_backend(opts.backend);
+    auto be = make_backend(opts.backend, opts.train.precision);
+    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint, be->memory());
     std::cout << opts.sample.prompt << sample(ck.model, *be, ck.vocab, opts.sample) << "\n";
     return 0;
   }
   if (gpt_cmd.got_subcommand("eval")) {
-    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
+    auto be = make_backend(opts.backend, opts.train.precision);
+    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint, be->memory());
     const nn::TextCorpus corpus = nn::load_corpus(opts.train.data, opts.train.val_fraction);
     NN_CHECK(vocab_to_hex(ck.vocab) == vocab_to_hex(corpus.vocab),
              "checkpoint " << opts.checkpoint << " was trained on another text than " << corpus.path << " (the vocabularies differ)");
-    auto be = make_backend(opts.backend);
     const int B = opts.train.batch_size, T = ck.model.config.block_size, n = opts.train.eval_iters;
     // batch streams 2 and 3: the ones training evaluates on (train.cpp), extended to n batches
     const float tl = evaluate(ck.model, *be, corpus.train, B, T, n, opts.train.seed, 2);
@@ -354,8 +363,8 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
     return run_bench(opts);
   }
   if (gpt_cmd.got_subcommand("dump")) {
-    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
-    auto be = make_backend(opts.backend);
+    auto be = make_backend(opts.backend, opts.train.precision);
+    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint, be->memory());
     std::vector<int32_t> ids = ck.vocab.encode(opts.dump_text);
     NN_CHECK(ids.size() >= 2, "--text needs at least 2 characters (inputs and their next characters)");
     const int T = std::min(static_cast<int>(ids.size()) - 1, ck.model.config.block_size);

@@ -114,8 +114,11 @@ void ensure_activations(GPT& m, int B, int T, bool masks) {
   const bool want_masks = masks || m.masks_alloc;
   if (B <= m.B_alloc && T <= m.T_alloc && want_masks == m.masks_alloc && !m.acts_memory.empty()) return;
   const int Ba = std::max(B, m.B_alloc), Ta = std::max(T, m.T_alloc);
-  m.acts_memory.assign(static_cast<size_t>(total(act_sizes(m.config, Ba, Ta, want_masks))), 0.0f);
-  m.scratch_memory.assign(static_cast<size_t>(total(scratch_sizes(m.config, Ba, Ta))), 0.0f);
+  Memory& mem = gpt_memory(m);
+  m.acts_memory = Array<float>();  // free the old ones first: on a GPU both may not fit
+  m.scratch_memory = Array<float>();
+  m.acts_memory = Array<float>(mem, static_cast<size_t>(total(act_sizes(m.config, Ba, Ta, want_masks))));
+  m.scratch_memory = Array<float>(mem, static_cast<size_t>(total(scratch_sizes(m.config, Ba, Ta))));
   m.B_alloc = Ba;
   m.T_alloc = Ta;
   m.masks_alloc = want_masks;
@@ -177,20 +180,48 @@ int64_t num_parameters_non_embedding(const GPTConfig& c) {
   return num_parameters(c) - static_cast<i64>(c.block_size) * c.n_embd;
 }
 
-GPT gpt_create(const GPTConfig& config) {
+GPT gpt_create(const GPTConfig& config, Memory& memory) {
   validate(config);
   GPT m;
   m.config = config;
   m.slices = param_slices(config);
   m.num_params = num_parameters(config);
   const auto n = static_cast<size_t>(m.num_params);
-  m.params_memory.assign(n, 0.0f);
-  m.grads_memory.assign(n, 0.0f);
-  m.m_memory.assign(n, 0.0f);
-  m.v_memory.assign(n, 0.0f);
+  m.params_memory = Array<float>(memory, n);
+  m.grads_memory = Array<float>(memory, n);
+  m.m_memory = Array<float>(memory, n);
+  m.v_memory = Array<float>(memory, n);
   m.params = point_params(m.params_memory.data(), config);
   m.grads = point_params(m.grads_memory.data(), config);
   return m;
+}
+
+GPT gpt_move_to(const GPT& model, Memory& memory) {
+  if (&memory == &gpt_memory(model)) {
+    GPT copy;
+    copy.config = model.config;
+    copy.slices = model.slices;
+    copy.num_params = model.num_params;
+    copy.params_memory = model.params_memory;
+    copy.grads_memory = model.grads_memory;
+    copy.m_memory = model.m_memory;
+    copy.v_memory = model.v_memory;
+    copy.adam_t = model.adam_t;
+    copy.repoint();
+    return copy;
+  }
+  GPT out = gpt_create(model.config, memory);
+  const auto n = static_cast<size_t>(model.num_params);
+  // through the host: one of the two memories is host memory, or both are the same device
+  const Array<float>* from[4] = {&model.params_memory, &model.grads_memory, &model.m_memory, &model.v_memory};
+  Array<float>* to[4] = {&out.params_memory, &out.grads_memory, &out.m_memory, &out.v_memory};
+  std::vector<float> host(n);
+  for (int i = 0; i < 4; ++i) {
+    from[i]->download(host.data(), n);
+    to[i]->upload(host.data(), n);
+  }
+  out.adam_t = model.adam_t;
+  return out;
 }
 
 void GPT::repoint() {
@@ -207,8 +238,10 @@ void GPT::repoint() {
 void gpt_init_weights(GPT& model, uint64_t seed) {
   nn::Rng rng(seed);
   const float std_residual = 0.02f / std::sqrt(2.0f * static_cast<float>(model.config.n_layer));
+  // drawn on the host in slice order (the same weights whatever the backend), then copied in
+  std::vector<float> host(static_cast<size_t>(model.num_params));
   for (const ParamSlice& s : model.slices) {
-    float* p = model.params_memory.data() + s.offset;
+    float* p = host.data() + s.offset;
     const bool is_norm = s.name.find("ln_") != std::string::npos;
     const bool is_bias = s.name.size() >= 5 && s.name.compare(s.name.size() - 5, 5, ".bias") == 0;
     if (is_norm) {
@@ -221,8 +254,9 @@ void gpt_init_weights(GPT& model, uint64_t seed) {
       for (i64 i = 0; i < s.numel; ++i) p[i] = rng.normal(0.0f, stddev);
     }
   }
-  std::fill(model.m_memory.begin(), model.m_memory.end(), 0.0f);
-  std::fill(model.v_memory.begin(), model.v_memory.end(), 0.0f);
+  model.params_memory.upload(host.data(), host.size());
+  model.m_memory.zero();
+  model.v_memory.zero();
   model.adam_t = 0;
 }
 
@@ -232,6 +266,10 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   NN_CHECK(B >= 1 && T >= 1, "GPT forward: B=" << B << " T=" << T << " must be >= 1");
   NN_CHECK(T <= cfg.block_size, "GPT forward: sequence length " << T << " exceeds the model's block_size "
                                                                 << cfg.block_size);
+  NN_CHECK(&be.memory() == &gpt_memory(model),
+           "GPT forward: the model is in " << gpt_memory(model).where() << " but the " << be.name()
+                                           << " backend computes in " << be.memory().where()
+                                           << " (gpt_move_to(model, backend.memory()) moves it)");
   const float p = train ? cfg.dropout : 0.0f;
   const bool drop = p > 0.0f;
   ensure_activations(model, B, T, drop);
@@ -241,9 +279,28 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   model.T = T;
   model.train_mode = train;
   const i64 N = static_cast<i64>(B) * T;
+  const int V0 = cfg.vocab_size;
+  auto check_ids = [&](const int32_t* ids, const char* what) {
+    for (i64 i = 0; i < N; ++i) {
+      NN_CHECK(ids[i] >= 0 && ids[i] < V0, "GPT forward: " << what << " id " << ids[i] << " at position " << i
+                                                           << " is outside the vocabulary [0, " << V0 << ")");
+    }
+  };
+  check_ids(inputs, "token");
   model.inputs.assign(inputs, inputs + N);
   model.have_targets = targets != nullptr;
-  if (targets != nullptr) model.targets.assign(targets, targets + N);
+  if (targets != nullptr) {
+    check_ids(targets, "target");
+    model.targets.assign(targets, targets + N);
+  }
+  // the ids go where the backend reads them: inputs at [0, N), targets at [N, 2N)
+  if (model.tokens_memory.size() < static_cast<size_t>(2 * N)) {
+    model.tokens_memory = Array<int32_t>(gpt_memory(model), static_cast<size_t>(2 * N));
+  }
+  model.tokens_memory.upload(inputs, static_cast<size_t>(N));
+  if (targets != nullptr) model.tokens_memory.upload(targets, static_cast<size_t>(N), static_cast<size_t>(N));
+  const int32_t* d_inputs = model.tokens_memory.data();
+  const int32_t* d_targets = model.tokens_memory.data() + N;
 
   const int L = cfg.n_layer, C = cfg.n_embd, NH = cfg.n_head, V = cfg.vocab_size;
   const int Ni = static_cast<int>(N);
@@ -251,7 +308,7 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   const ParameterTensors& P = model.params;
   const ActivationTensors& A = model.acts;
 
-  be.encoder_forward(A.encoded, model.inputs.data(), P.wte, P.wpe, B, T, C, V);
+  be.encoder_forward(A.encoded, d_inputs, P.wte, P.wpe, B, T, C, V);
   if (drop) be.dropout_forward(A.encoded, A.encoded_mask, A.encoded, NC, p, site_seed(dropout_seed, 0));
   // ln1 of layer 0 has no residual add before it; later ones are fused with the previous
   // layer's second residual add (residual_layernorm_forward below).
@@ -304,11 +361,11 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   be.matmul_forward(A.logits, A.lnf, P.wte, nullptr, Ni, C, V);
   model.mean_loss = -1.0f;
   if (targets != nullptr) {
-    model.mean_loss = be.crossentropy_forward(A.probs, A.losses, A.logits, model.targets.data(), Ni, V);
+    model.mean_loss = be.crossentropy_forward(A.probs, A.losses, A.logits, d_targets, Ni, V);
   }
 }
 
-void gpt_zero_grad(GPT& model) { std::fill(model.grads_memory.begin(), model.grads_memory.end(), 0.0f); }
+void gpt_zero_grad(GPT& model) { model.grads_memory.zero(); }
 
 void gpt_backward(GPT& model, Backend& be, float dloss) {
   NN_CHECK(model.have_targets && model.B > 0, "GPT backward: the last forward had no targets (no loss to differentiate)");
@@ -323,10 +380,12 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
   const BackwardScratch& S = model.scratch;
 
   // loss -> logits -> (tied head) -> ln_f
-  be.crossentropy_backward(S.dlogits, A.probs, model.targets.data(), Ni, V, dloss);
+  const int32_t* d_inputs = model.tokens_memory.data();
+  const int32_t* d_targets = model.tokens_memory.data() + N;
+  be.crossentropy_backward(S.dlogits, A.probs, d_targets, Ni, V, dloss);
   be.matmul_backward(S.dln, G.wte, nullptr, S.dlogits, A.lnf, P.wte, Ni, C, V);
   // dresidual: dL/d(residual stream), built up from zero as the layers are walked backwards
-  std::fill(S.dresidual, S.dresidual + NC, 0.0f);
+  gpt_memory(model).zero(S.dresidual, static_cast<size_t>(NC) * sizeof(float));
   be.layernorm_backward(S.dresidual, G.lnfw, G.lnfb, S.dln, A.residual3 + (L - 1) * NC, P.lnfw, A.lnf_mean,
                         A.lnf_rstd, Ni, C);
 
@@ -370,7 +429,7 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
     be.dropout_backward(S.dbranch, S.dresidual, A.encoded_mask, NC);
     dencoded = S.dbranch;
   }
-  be.encoder_backward(G.wte, G.wpe, dencoded, model.inputs.data(), B, T, C);
+  be.encoder_backward(G.wte, G.wpe, dencoded, d_inputs, B, T, C, V);
 }
 
 float gpt_clip_grad_norm(GPT& model, Backend& be, float max_norm) {

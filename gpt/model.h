@@ -133,15 +133,18 @@ struct AdamWConfig {
   float weight_decay = 0.1f;  // on ParamSlice::decay tensors only
 };
 
-// The data of a GPT; GPT below adds copying that re-points the pointer structs.
+// The data of a GPT; GPT below adds copying that re-points the pointer structs. Every
+// buffer is an Array in one Memory (gpt/memory.h): host memory for the naive and cpu
+// backends, the GPU's for cuda. gpt_create puts a model in host memory; gpt_move_to copies
+// it into the memory of the backend that will run it.
 struct GPTData {
   GPTConfig config;
   std::vector<ParamSlice> slices;
   int64_t num_params = 0;
-  std::vector<float> params_memory;  // num_params
-  std::vector<float> grads_memory;   // num_params
-  std::vector<float> m_memory;       // AdamW first moment
-  std::vector<float> v_memory;       // AdamW second moment
+  Array<float> params_memory;  // num_params
+  Array<float> grads_memory;   // num_params
+  Array<float> m_memory;       // AdamW first moment
+  Array<float> v_memory;       // AdamW second moment
   ParameterTensors params{};
   ParameterTensors grads{};
   int64_t adam_t = 0;  // AdamW steps taken (1-based t of the next step is adam_t + 1)
@@ -150,15 +153,16 @@ struct GPTData {
   // reuses them (sampling runs B = 1 at growing T)
   int B_alloc = 0, T_alloc = 0;
   bool masks_alloc = false;
-  std::vector<float> acts_memory;
+  Array<float> acts_memory;
   ActivationTensors acts{};
-  std::vector<float> scratch_memory;
+  Array<float> scratch_memory;
   BackwardScratch scratch{};
 
   // the last forward
   int B = 0, T = 0;
   bool train_mode = false;
-  std::vector<int32_t> inputs, targets;  // (B, T) copies
+  std::vector<int32_t> inputs, targets;  // (B, T) copies, on the host
+  Array<int32_t> tokens_memory;          // the same in the model's memory: inputs, then targets
   bool have_targets = false;
   float mean_loss = -1.0f;  // -1 when the last forward had no targets
 };
@@ -179,8 +183,13 @@ struct GPT : GPTData {
   void repoint();
 };
 
-// Allocates parameters, gradients and AdamW state (zeroed); no activations yet.
-GPT gpt_create(const GPTConfig& config);
+// Allocates parameters, gradients and AdamW state (zeroed) in `memory`; no activations yet.
+GPT gpt_create(const GPTConfig& config, Memory& memory = host_memory());
+// The model's memory (where its parameters live).
+inline Memory& gpt_memory(const GPT& model) { return model.params_memory.memory(); }
+// A copy of the model's parameters, gradients, AdamW state and step in `memory` (no
+// activations): how a model made or loaded on the host goes to the GPU and comes back.
+GPT gpt_move_to(const GPT& model, Memory& memory);
 // GPT-2's initialisation, seeded: weights N(0, 0.02), the two residual projections
 // (c_proj) N(0, 0.02 / sqrt(2 L)), biases 0, LayerNorm weight 1 and bias 0.
 void gpt_init_weights(GPT& model, uint64_t seed);
@@ -213,7 +222,8 @@ struct MemoryBreakdown {
 };
 MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T);
 
-// Named views of the last forward's activations (name, shape, pointer), in forward order:
+// Named views of the last forward's activations (name, shape, pointer into the model's
+// memory: copy out with Memory::to_host unless it is host memory), in forward order:
 // "encoded", "h.0.ln1", ..., "h.0.residual3", ..., "lnf", "logits", "probs", "losses".
 // What the dump option writes (gpt/dump.h).
 struct NamedTensor {

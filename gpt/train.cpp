@@ -102,13 +102,18 @@ nn::CharVocab vocab_from_hex(const std::string& hex) {
 void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVocab& vocab,
                      const TrainState& state, bool with_optimizer) {
   std::vector<nn::TensorRef> refs;
+  // host copies (the model may live on a GPU); the same file whichever backend trained it
+  const std::vector<float> params = model.params_memory.to_vector();
+  std::vector<float> m, v;
   auto add = [&](const std::string& prefix, const std::vector<float>& mem) {
     for (const ParamSlice& s : model.slices) refs.push_back({prefix + s.name, s.shape, mem.data() + s.offset});
   };
-  add("", model.params_memory);
+  add("", params);
   if (with_optimizer) {
-    add("adam.m.", model.m_memory);
-    add("adam.v.", model.v_memory);
+    m = model.m_memory.to_vector();
+    v = model.v_memory.to_vector();
+    add("adam.m.", m);
+    add("adam.v.", v);
   }
   const GPTConfig& c = model.config;
   std::map<std::string, std::string> meta = {
@@ -131,7 +136,7 @@ void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVo
   nn::save_safetensors(path, refs, meta);
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& path) {
+LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory) {
   nn::Checkpoint ck = nn::load_safetensors(path);
   auto meta = [&](const std::string& key) -> const std::string& {
     const auto it = ck.metadata.find(key);
@@ -166,7 +171,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   out.state.best_val_loss = std::stof(meta("best_val_loss"));
   out.state.corpus = meta("corpus");
   out.has_optimizer = ck.tensors.count("adam.m." + out.model.slices.front().name) > 0;
-  auto take = [&](const std::string& prefix, std::vector<float>& mem) {
+  auto take = [&](const std::string& prefix, Array<float>& mem) {
     for (const ParamSlice& s : out.model.slices) {
       const auto it = ck.tensors.find(prefix + s.name);
       NN_CHECK(it != ck.tensors.end(), "checkpoint " << path << " lacks tensor '" << prefix + s.name
@@ -182,6 +187,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
     take("adam.m.", out.model.m_memory);
     take("adam.v.", out.model.v_memory);
   }
+  if (&memory != &host_memory()) out.model = gpt_move_to(out.model, memory);
   return out;
 }
 
@@ -205,7 +211,7 @@ std::string sample(GPT& model, Backend& be, const nn::CharVocab& vocab, const Sa
   std::vector<int32_t> ids = vocab.encode(o.prompt);
   const int V = model.config.vocab_size, maxT = model.config.block_size;
   nn::Rng rng(o.seed);
-  std::vector<float> kept;
+  std::vector<float> kept, row(static_cast<size_t>(V));
   std::vector<int32_t> order(static_cast<size_t>(V));
   std::string out;
   for (int n = 0; n < o.tokens; ++n) {
@@ -213,7 +219,9 @@ std::string sample(GPT& model, Backend& be, const nn::CharVocab& vocab, const Sa
     const int T = std::min(static_cast<int>(ids.size()), maxT);
     const int32_t* ctx = ids.data() + (ids.size() - static_cast<size_t>(T));
     gpt_forward(model, be, ctx, nullptr, 1, T);
-    const float* logits = model.acts.logits + static_cast<int64_t>(T - 1) * V;
+    // the last position's logits, copied to the host (they may be on a GPU)
+    gpt_memory(model).to_host(row.data(), model.acts.logits + static_cast<int64_t>(T - 1) * V, row.size() * sizeof(float));
+    const float* logits = row.data();
     int32_t next = 0;
     if (o.top_k > 0 && o.top_k < V) {
       // top-k: sample among the k largest logits only
@@ -236,10 +244,19 @@ std::string sample(GPT& model, Backend& be, const nn::CharVocab& vocab, const Sa
 
 void write_dump(const std::string& path, const GPT& model) {
   std::vector<nn::TensorRef> refs;
-  for (const NamedTensor& t : activation_views(model)) refs.push_back({t.name, t.shape, t.data});
+  // host copies of every tensor (the model may live on a GPU)
+  std::vector<std::vector<float>> held;
+  for (const NamedTensor& t : activation_views(model)) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    held.emplace_back(static_cast<size_t>(n));
+    gpt_memory(model).to_host(held.back().data(), t.data, held.back().size() * sizeof(float));
+    refs.push_back({t.name, t.shape, held.back().data()});
+  }
   const float loss = model.mean_loss;
   if (model.have_targets) refs.push_back({"loss", {1}, &loss});
-  for (const ParamSlice& s : model.slices) refs.push_back({"grad." + s.name, s.shape, model.grads_memory.data() + s.offset});
+  const std::vector<float> grads = model.grads_memory.to_vector();
+  for (const ParamSlice& s : model.slices) refs.push_back({"grad." + s.name, s.shape, grads.data() + s.offset});
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
   nn::save_safetensors(path, refs, {{"format", "nnlab-gpt-dump-1"}});
@@ -296,7 +313,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   NN_CHECK(o.lr > 0.0f && o.min_lr >= 0.0f && o.min_lr <= o.lr,
            "learning rates: need lr > 0 and 0 <= min_lr <= lr, got lr=" << o.lr << " min_lr=" << o.min_lr);
   const int threads = use_threads(o.threads);
-  auto be = make_backend(o.backend);
+  auto be = make_backend(o.backend, o.precision);
 
   // data
   const nn::TextCorpus corpus = nn::load_corpus(o.data, o.val_fraction);
@@ -332,17 +349,26 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   const GPTConfig& cfg = model.config;
   const int B = o.batch_size, T = cfg.block_size;
   const MemoryBreakdown mem = memory_breakdown(cfg, B, T);
+  // the model goes where the backend computes (a GPU's memory for cuda), if it fits there
+  be->check_capacity(cfg, B, T);
+  if (&be->memory() != &gpt_memory(model)) model = gpt_move_to(model, be->memory());
   os << "model: " << cfg.n_layer << " layers, " << cfg.n_head << " heads, " << cfg.n_embd << " wide, context " << T
      << (cfg.bias ? "" : ", no biases") << ", vocabulary " << cfg.vocab_size << ": " << fmt(static_cast<double>(model.num_params) / 1e6, 3)
      << "M parameters (" << fmt(static_cast<double>(mem.total()) / (1 << 20), 1) << " MiB with gradients, AdamW and activations)\n";
   os << "backend: " << be->name() << ", " << threads << " thread" << (threads == 1 ? "" : "s") << "; batch " << B << " x "
      << o.grad_accum << " micro-batch" << (o.grad_accum == 1 ? "" : "es") << ", " << o.max_iters << " steps\n";
 
-  // MFU: achieved FLOP/s over the peak the lesson-03 harness measures (an FMA loop), now
+  // MFU: achieved FLOP/s over the peak measured now on what the backend runs on (the
+  // lesson-03 FMA loop on the CPU; the FMA kernel or the tensor-core gemm on a GPU)
   const double flops_tok = flops_per_token(cfg, T);
-  const double peak = o.quiet ? 0.0 : kernels::measure_fma_peak(threads, 0.2);
-  if (peak > 0) os << "peak: " << fmt(peak / 1e9, 1) << " GFLOP/s (FMA loop, " << threads << " threads, measured now); "
-                   << "FLOPs/token = 6N + 12 L H Q T = " << nn::format_si(flops_tok) << "FLOP\n";
+  std::string peak_what;
+  const double peak = o.quiet ? 0.0 : be->measure_peak_flops(threads, &peak_what);
+  if (peak > 0) {
+    os << "peak: " << fmt(peak / 1e9, 1) << " GFLOP/s (" << peak_what << "); "
+       << "FLOPs/token = 6N + 12 L H Q T = " << nn::format_si(flops_tok) << "FLOP\n";
+  } else if (!o.quiet && !peak_what.empty()) {
+    os << "peak: " << peak_what << " (no MFU)\n";
+  }
 
   fs::create_directories(o.out_dir);
   const std::string best_path = (fs::path(o.out_dir) / "best.safetensors").string();
@@ -452,7 +478,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
 
   if (o.sample_tokens > 0) {
     // sample from the best checkpoint, as a user would
-    LoadedCheckpoint best = load_checkpoint(fs::exists(best_path) ? best_path : last_path);
+    LoadedCheckpoint best = load_checkpoint(fs::exists(best_path) ? best_path : last_path, be->memory());
     SampleOptions so;
     so.prompt = o.prompt;
     so.tokens = o.sample_tokens;

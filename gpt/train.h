@@ -42,6 +42,7 @@ struct TrainOptions {
   double time_budget_s = 0.0;  // > 0: stop after this many seconds (then evaluate, save)
   uint64_t seed = 1337;
   std::string backend = "cpu";
+  std::string precision = "auto";  // the cuda backend's (gpt/backend_cuda.h); host backends: fp32
   int threads = 0;  // 0: OpenMP's default
   // sampling after training
   int sample_tokens = 0;
@@ -87,7 +88,8 @@ struct LoadedCheckpoint {
 };
 // nn::Error for a missing, truncated, corrupt file, a missing or misshapen tensor, or
 // metadata that does not describe a GPT checkpoint.
-LoadedCheckpoint load_checkpoint(const std::string& path);
+// The model is put in `memory` (a backend's: gpt_move_to), host memory by default.
+LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory = host_memory());
 // "model.safetensors" style names for a vocabulary in metadata: the bytes as hex.
 std::string vocab_to_hex(const nn::CharVocab& vocab);
 nn::CharVocab vocab_from_hex(const std::string& hex);

@@ -137,7 +137,7 @@ TEST_CASE("gpt: backward matches finite differences of the whole model (float, s
   gpt::gpt_zero_grad(m);
   gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6);
   gpt::gpt_backward(m, *be);
-  const std::vector<float> grads = m.grads_memory;
+  const std::vector<float> grads = m.grads_memory.to_vector();
   int checked = 0;
   for (const auto& s : m.slices) {
     for (int k = 0; k < 2; ++k) {

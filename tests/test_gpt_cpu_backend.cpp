@@ -130,7 +130,7 @@ TEST_CASE("cpu backend: encoder forward and backward match nn::encoder_*", "[gpt
     const Vec dout = randn(rng, out.size());
     Vec dwte = randn(rng, wte.size()), dwpe = randn(rng, wpe.size());
     Vec rdwte = dwte, rdwpe = dwpe;
-    be->encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), d.B, d.T, d.C);
+    be->encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), d.B, d.T, d.C, d.V);
     nn::encoder_backward(rdwte.data(), rdwpe.data(), dout.data(), ids.data(), d.B, d.T, d.C);
     CHECK(bit_equal(dwte, rdwte));
     CHECK(bit_equal(dwpe, rdwpe));
@@ -421,7 +421,7 @@ TEST_CASE("cpu backend: every op is bit-identical run to run and for 1 vs 2 thre
   auto run_all = [&]() {
     std::vector<Vec> r;
     Vec dwte(sz(V, C), 0.5f), dwpe(sz(T, C), 0.5f);
-    be->encoder_backward(dwte.data(), dwpe.data(), dout_nc.data(), ids.data(), B, T, C);
+    be->encoder_backward(dwte.data(), dwpe.data(), dout_nc.data(), ids.data(), B, T, C, V);
     Vec out(sz(N, C)), mean(sz(N)), rstd(sz(N));
     be->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), lnw.data(), lnb.data(), N, C);
     Vec dinp(sz(N, C), 0.25f), dw(sz(C), 0.5f), db(sz(C), 0.5f);
@@ -568,7 +568,7 @@ TEST_CASE("cpu backend: per-op timings at the nanoGPT CPU config", "[.bench][gpt
   add("encoder fwd", [&] { nn::encoder_forward(out.data(), ids.data(), wte.data(), wpe.data(), B, T, C, V); },
       [&] { be->encoder_forward(out.data(), ids.data(), wte.data(), wpe.data(), B, T, C, V); });
   add("encoder bwd", [&] { nn::encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), B, T, C); },
-      [&] { be->encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), B, T, C); });
+      [&] { be->encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), B, T, C, V); });
   add("crossentropy fwd",
       [&] { nn::softmax_cross_entropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), N, V); },
       [&] { be->crossentropy_forward(probs.data(), losses.data(), logits.data(), targets.data(), N, V); });

@@ -1,0 +1,366 @@
+// gpt/backend_cuda.cpp: `--backend cuda` (gpt/backend_cuda.h). Each Backend op is one or
+// two calls into the device's kernel table; which version of which op is in kChoice below
+// and printed by kernel_plan().
+#include "gpt/backend_cuda.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/bench/run.h"
+#include "kernels/cuda/device.h"
+#include "nn/check.h"
+
+namespace gpt {
+
+namespace kc = kernels::cuda;
+
+std::string precision_name(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+Precision choose_precision(const std::string& name, int sm, const std::string& device_name) {
+  const std::string cc = std::to_string(sm / 10) + "." + std::to_string(sm % 10);
+  if (name == "auto") return sm >= 80 ? Precision::bf16 : Precision::fp32;
+  if (name == "fp32") return Precision::fp32;
+  NN_CHECK(name == "tf32" || name == "bf16",
+           "unknown precision '" << name << "': choose auto, fp32, tf32 or bf16");
+  NN_CHECK(sm >= 80, "--precision " << name << " needs tensor cores with " << name << " inputs, compute capability 8.0 "
+                                    << "(Ampere) or newer; " << device_name << " is " << cc
+                                    << ": use --precision fp32");
+  return name == "tf32" ? Precision::tf32 : Precision::bf16;
+}
+
+void check_device_memory(const GPTConfig& c, int B, int T, size_t free_bytes, const std::string& device_name) {
+  const MemoryBreakdown m = memory_breakdown(c, B, T);
+  const auto need = static_cast<size_t>(m.total());
+  if (need <= free_bytes) return;
+  auto mib = [](int64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+  NN_CHECK(false, "not enough device memory on " << device_name << " for this run: it needs " << mib(static_cast<int64_t>(need))
+                                                 << " and " << mib(static_cast<int64_t>(free_bytes)) << " is free.\n"
+                                                 << "  parameters      " << mib(m.params) << "\n"
+                                                 << "  gradients       " << mib(m.grads) << "\n"
+                                                 << "  AdamW m and v   " << mib(m.adam) << "\n"
+                                                 << "  activations     " << mib(m.activations) << " (batch " << B
+                                                 << " x context " << T << "; the attention maps grow as T^2)\n"
+                                                 << "  backward scratch " << mib(m.scratch) << "\n"
+                                                 << "Lower --batch-size (use --grad-accum to keep the batch) or "
+                                                 << "--block-size, or use a smaller model");
+}
+
+namespace {
+
+// The device's memory, as gpt::Memory: allocations zero-filled; out-of-memory as nn::Error.
+class DeviceMemory final : public Memory {
+ public:
+  explicit DeviceMemory(kc::Device& dev) : dev_(dev) {}
+  bool is_host() const override { return false; }
+  std::string where() const override { return "the device memory of " + dev_.info().name; }
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    try {
+      p = dev_.allocate(bytes);
+    } catch (const kc::Error& e) {
+      NN_CHECK(false, e.what() << " (see `nnlab gpt train`'s memory line: lower --batch-size or the model's size)");
+    }
+    dev_.fill_bytes(p, 0, bytes);
+    return p;
+  }
+  void release(void* p) override { dev_.release(p); }
+  void zero(void* p, size_t bytes) override { dev_.fill_bytes(p, 0, bytes); }
+  void to_host(void* dst, const void* src, size_t bytes) override { dev_.download(dst, src, bytes); }
+  void from_host(void* dst, const void* src, size_t bytes) override { dev_.upload(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override { dev_.copy(dst, src, bytes); }
+
+ private:
+  kc::Device& dev_;
+};
+
+// The version `id` of an op in the table (nn::Error if the build's table lacks it).
+template <class Fn>
+const kc::Version<Fn>& pick(const std::vector<kc::Version<Fn>>& versions, const std::string& op, const std::string& id) {
+  for (const auto& v : versions) {
+    if (v.info.id == id) return v;
+  }
+  NN_CHECK(false, "the CUDA kernel table has no " << op << " " << id << " (kernels/cuda/" << op << ")");
+  return versions.front();
+}
+
+// int sizes for the launchers; the GPT's tensors stay far below 2^31 elements per op
+int as_int(int64_t n) {
+  NN_CHECK(n < (int64_t{1} << 31), "an op over " << n << " elements: more than the kernels' int sizes");
+  return static_cast<int>(n);
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(kc::Device& dev, Precision precision)
+      : dev_(dev), k_(dev.kernels()), mem_(dev), precision_(precision),
+        gemm_(pick(k_.gemm, "gemm", precision == Precision::fp32   ? "v2"
+                                    : precision == Precision::tf32 ? "v3"
+                                                                   : "v4")),
+        bias_backward_(pick(k_.bias_backward, "bias_backward", "v2")),
+        attention_(pick(k_.attention, "attention", "v2")),
+        attention_backward_(pick(k_.attention_backward, "attention_backward", "v2")),
+        layernorm_forward_(pick(k_.layernorm_forward, "layernorm_forward", "v3")),
+        layernorm_backward_(pick(k_.layernorm_backward, "layernorm_backward", "v3")),
+        residual_layernorm_(pick(k_.residual_layernorm, "residual_layernorm", "v2")),
+        softmax_(pick(k_.softmax, "softmax", "v3")),
+        gelu_(pick(k_.gelu, "gelu", "v2")),
+        gelu_backward_(pick(k_.gelu_backward, "gelu_backward", "v2")),
+        encoder_forward_(pick(k_.encoder_forward, "encoder_forward", "v1")),
+        encoder_backward_(pick(k_.encoder_backward, "encoder_backward", "v2")),
+        dropout_(pick(k_.dropout_forward, "dropout_forward", "v1")),
+        multiply_(pick(k_.multiply, "multiply", "v1")),
+        add_(pick(k_.add, "add", "v1")),
+        ce_loss_(pick(k_.crossentropy_loss, "crossentropy_loss", "v1")),
+        ce_backward_(pick(k_.crossentropy_backward, "crossentropy_backward", "v1")),
+        sum_(pick(k_.sum, "sum", "v2")),
+        scale_(pick(k_.scale, "scale", "v1")),
+        adamw_(pick(k_.adamw, "adamw", "v2")),
+        sum_buffer_(dev, kc::kSumWorkspaceDoubles + 1) {}
+
+  std::string name() const override {
+    return "cuda " + precision_name(precision_) + " on " + dev_.info().name;
+  }
+  Memory& memory() override { return mem_; }
+  void synchronize() override { dev_.synchronize(); }
+  kc::Device& device() { return dev_; }
+
+  double measure_peak_flops(int /*threads*/, std::string* what) override {
+    if (dev_.info().emulated) {
+      if (what) *what = "not measured: the emulator's speed says nothing about a GPU";
+      return 0.0;
+    }
+    if (precision_ == Precision::fp32) {
+      const kc::bench::Ceilings c = kc::bench::measure_ceilings(dev_, {});
+      if (what) *what = "FP32 FMA kernel on " + dev_.info().name + ", measured now";
+      return c.fma_gflops * 1e9;
+    }
+    // Tensor cores: the FLOP rate of the same gemm version the trainer uses, on a square
+    // 4096^3 problem (the best it does; the datasheet's peak or cuBLAS would be higher).
+    const int n = 4096;
+    kc::Buffer<float> a(dev_, static_cast<size_t>(n) * n), b(dev_, static_cast<size_t>(n) * n),
+        c(dev_, static_cast<size_t>(n) * n);
+    a.fill_bytes(0);
+    b.fill_bytes(0);
+    double best = 1e30;
+    for (int i = 0; i < 4; ++i) {
+      const double ms = dev_.time_ms([&] { gemm_.run(c.data(), a.data(), b.data(), n, n, n, {}); });
+      if (i > 0) best = std::min(best, ms);  // the first run warms up
+    }
+    if (what) *what = "gemm " + gemm_.info.id + " (" + gemm_.info.name + ") at 4096^3 on " + dev_.info().name + ", measured now";
+    return 2.0 * n * n * static_cast<double>(n) / (best / 1e3);
+  }
+
+  void check_capacity(const GPTConfig& c, int B, int T) override {
+    const size_t total = dev_.info().memory_bytes, used = dev_.memory_in_use();
+    check_device_memory(c, B, T, total > used ? total - used : 0, dev_.info().name);
+  }
+
+  std::vector<std::pair<std::string, std::string>> plan() const {
+    auto row = [](const std::string& what, const std::string& op, const kc::KernelInfo& i) {
+      return std::make_pair(what, op + " " + i.id + " " + i.name);
+    };
+    return {row("matmul (forward, dinp, dweight)", "gemm", gemm_.info),
+            row("matmul dbias", "bias_backward", bias_backward_.info),
+            row("attention forward", "attention", attention_.info),
+            row("attention backward", "attention_backward", attention_backward_.info),
+            row("layernorm forward", "layernorm_forward", layernorm_forward_.info),
+            row("layernorm backward", "layernorm_backward", layernorm_backward_.info),
+            row("residual + layernorm", "residual_layernorm", residual_layernorm_.info),
+            row("softmax (cross-entropy)", "softmax", softmax_.info),
+            row("gelu forward", "gelu", gelu_.info),
+            row("gelu backward", "gelu_backward", gelu_backward_.info),
+            row("encoder forward", "encoder_forward", encoder_forward_.info),
+            row("encoder backward", "encoder_backward", encoder_backward_.info),
+            row("dropout forward", "dropout_forward", dropout_.info),
+            row("dropout backward", "multiply", multiply_.info),
+            row("residual add", "add", add_.info),
+            row("cross-entropy loss", "crossentropy_loss", ce_loss_.info),
+            row("cross-entropy backward", "crossentropy_backward", ce_backward_.info),
+            row("loss mean, gradient norm", "sum", sum_.info),
+            row("gradient clipping", "scale", scale_.info),
+            row("AdamW", "adamw", adamw_.info)};
+  }
+
+  void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
+                       int /*V: ids were checked by gpt_forward*/) override {
+    encoder_forward_.run(out, inp, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T, int C,
+                        int V) override {
+    encoder_backward_.run(dwte, dwpe, dout, inp, B, T, C, V);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override {
+    layernorm_forward_.run(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
+    layernorm_backward_.run(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void residual_layernorm_forward(float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
+                                  const float* b, const float* weight, const float* bias, int N, int C) override {
+    residual_layernorm_.run(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
+  }
+
+  // out (N,OC) = inp (N,C) . W (OC,C)^T + bias
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override {
+    kc::GemmArgs args;
+    args.trans_b = true;
+    args.bias = bias;
+    gemm_.run(out, inp, weight, N, OC, C, args);
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override {
+    if (dinp != nullptr) gemm_.run(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
+    kc::GemmArgs dw;                                                     // dW += dout^T . inp
+    dw.trans_a = true;
+    dw.accumulate = true;
+    gemm_.run(dweight, dout, inp, OC, C, N, dw);
+    if (dbias != nullptr) bias_backward_.run(dbias, dout, N, OC);
+  }
+  void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight, const float* bias, int N,
+                           int C, int OC) override {
+    matmul_forward(pre, inp, weight, bias, N, C, OC);
+    gelu_.run(out, pre, as_int(static_cast<int64_t>(N) * OC));
+  }
+
+  // The unfused attention keeps the probabilities in its (B,NH,T,T) workspace: that is the
+  // layer's `att` buffer, which the backward reads. preatt is not written on this backend.
+  void attention_forward(float* out, float* /*preatt*/, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override {
+    attention_.run(out, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* dpreatt, float* /*datt: follows dpreatt*/, const float* dout,
+                          const float* qkv, const float* att, int B, int T, int C, int NH) override {
+    // The scratch's dpreatt and datt are adjacent (gpt/model.cpp): 2 B NH T T floats.
+    const size_t have = 2 * static_cast<size_t>(B) * NH * T * T * sizeof(float);
+    const size_t need = attention_backward_.workspace ? attention_backward_.workspace(B, T, C, NH) : 0;
+    float* ws = dpreatt;
+    if (need > have) {
+      if (own_workspace_.bytes() < need) own_workspace_ = kc::Buffer<float>(dev_, (need + 3) / 4);
+      ws = own_workspace_.data();
+    }
+    attention_backward_.run(dqkv, ws, dout, qkv, att, B, T, C, NH);
+  }
+
+  void gelu_forward(float* out, const float* inp, int64_t n) override {
+    if (n > 0) gelu_.run(out, inp, as_int(n));
+  }
+  void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) override {
+    if (n > 0) gelu_backward_.run(dinp, dout, inp, static_cast<size_t>(n));
+  }
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
+    if (n > 0) add_.run(out, a, b, static_cast<size_t>(n));
+  }
+  void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p, uint64_t seed) override {
+    if (n > 0) dropout_.run(out, mask, inp, static_cast<size_t>(n), p, seed);
+  }
+  void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t n) override {
+    if (n > 0) multiply_.run(dinp, dout, mask, static_cast<size_t>(n));
+  }
+
+  float crossentropy_forward(float* probs, float* losses, const float* logits, const int32_t* targets, int N,
+                             int V) override {
+    softmax_.run(probs, logits, N, V);
+    ce_loss_.run(losses, probs, targets, N, V);
+    return static_cast<float>(sum(losses, N, false) / N);  // waits: the loss is logged every step
+  }
+  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
+                             float dloss) override {
+    ce_backward_.run(dlogits, probs, targets, N, V, dloss / static_cast<float>(N));
+  }
+
+  double sum_squares(const float* g, int64_t n) override { return sum(g, n, true); }
+  void scale(float* x, float s, int64_t n) override {
+    if (n > 0) scale_.run(x, s, static_cast<size_t>(n));
+  }
+  void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
+                    float eps, float weight_decay, int64_t t) override {
+    if (n == 0) return;
+    kc::AdamWArgs a;
+    a.lr = lr;
+    a.beta1 = beta1;
+    a.beta2 = beta2;
+    a.eps = eps;
+    a.weight_decay = weight_decay;
+    a.t = static_cast<int>(t);
+    adamw_.run(p, m, v, g, static_cast<size_t>(n), a);
+  }
+
+ private:
+  // sum (or sum of squares) of x on the device, brought back (the host waits for it)
+  double sum(const float* x, int64_t n, bool squares) {
+    if (n == 0) return 0.0;
+    double* out = sum_buffer_.data();
+    sum_.run(out, out + 1, x, static_cast<size_t>(n), squares);
+    double s = 0.0;
+    dev_.download(&s, out, sizeof s);
+    return s;
+  }
+
+  kc::Device& dev_;
+  const kc::Kernels& k_;
+  DeviceMemory mem_;
+  Precision precision_;
+  const kc::Version<kc::GemmFn>& gemm_;
+  const kc::Version<kc::BiasBackwardFn>& bias_backward_;
+  const kc::Version<kc::AttentionFn>& attention_;
+  const kc::Version<kc::AttentionBackwardFn>& attention_backward_;
+  const kc::Version<kc::LayerNormForwardFn>& layernorm_forward_;
+  const kc::Version<kc::LayerNormBackwardFn>& layernorm_backward_;
+  const kc::Version<kc::ResidualLayerNormFn>& residual_layernorm_;
+  const kc::Version<kc::SoftmaxFn>& softmax_;
+  const kc::Version<kc::GeluFn>& gelu_;
+  const kc::Version<kc::GeluBackwardFn>& gelu_backward_;
+  const kc::Version<kc::EncoderForwardFn>& encoder_forward_;
+  const kc::Version<kc::EncoderBackwardFn>& encoder_backward_;
+  const kc::Version<kc::DropoutForwardFn>& dropout_;
+  const kc::Version<kc::MultiplyFn>& multiply_;
+  const kc::Version<kc::AddFn>& add_;
+  const kc::Version<kc::CrossEntropyLossFn>& ce_loss_;
+  const kc::Version<kc::CrossEntropyBackwardFn>& ce_backward_;
+  const kc::Version<kc::SumFn>& sum_;
+  const kc::Version<kc::ScaleFn>& scale_;
+  const kc::Version<kc::AdamWFn>& adamw_;
+  kc::Buffer<double> sum_buffer_;  // the result, then the sum's workspace
+  kc::Buffer<float> own_workspace_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(kc::Device& device, const std::string& precision) {
+  const Precision p = choose_precision(precision, device.info().sm, device.info().name);
+  return std::make_unique<CudaBackend>(device, p);
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const std::string& precision) {
+  const char* env = std::getenv("NNLAB_DEVICE");
+  const std::string want = env ? env : "";
+  if (want == "emu" || want == "emulator") return make_cuda_backend(kc::emulator(), precision);
+  std::string why;
+  kc::Device* gpu = kc::gpu(&why);
+  NN_CHECK(gpu != nullptr, "--backend cuda: no usable GPU: "
+                               << why << ". (NNLAB_DEVICE=emu runs the same kernels on the CPU emulator: correct, "
+                               << "but thousands of times slower; for tests and for stepping through a kernel)");
+  return make_cuda_backend(*gpu, precision);
+}
+
+std::vector<std::pair<std::string, std::string>> kernel_plan(Backend& be) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&be);
+  NN_CHECK(cuda != nullptr, "kernel_plan: the " << be.name() << " backend is not the cuda backend");
+  return cuda->plan();
+}
+
+}  // namespace gpt
