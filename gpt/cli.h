@@ -3,7 +3,8 @@
 //   nnlab gpt train  [--n-layer 4 ... --config run.toml]   train, evaluate, checkpoint, sample
 //   nnlab gpt sample --checkpoint out/gpt/best.safetensors --prompt "ROMEO:" [--top-k 20]
 //   nnlab gpt eval   --checkpoint C [--eval-iters 200]        train and val loss of a checkpoint
-//   nnlab gpt bench  [--iters 30]                            ms/step naive vs cpu vs PyTorch
+//   nnlab gpt bench  [--iters 30] [--backends cpu,cuda:bf16] [--profile]
+//                                                            ms/step, tokens/s, MFU: ours vs PyTorch
 //   nnlab gpt dump   --checkpoint C --text "..." --out F     activations (attention maps) on a text
 //   nnlab gpt diff   a.safetensors b.safetensors             per-tensor max relative error
 // Every hyper-parameter is a flag, and any flag can come from a config file instead
@@ -21,9 +22,13 @@ namespace gpt {
 
 struct BenchOptions {
   int iters = 30, warmup = 5;
+  // ours: "naive", "cpu", "cuda" (at --precision) or "cuda:fp32" / "cuda:tf32" / "cuda:bf16"
+  std::vector<std::string> backends = {"cpu"};
   bool naive = false;      // also time the naive backend (slow)
+  bool profile = false;    // also a per-op time table of each backend (gpt/profile.h)
   bool torch = true;       // run the PyTorch reference in the same run
-  std::string torch_settings = "all";
+  std::string torch_settings = "all";   // CPU: the thread settings to try
+  std::string torch_modes = "eager,compile";  // GPU: eager and/or torch.compile
   std::string json;        // write the results here
   std::string markdown;    // and a table here
 };
@@ -60,7 +65,9 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts);
 int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts);
 
 // Timing of one training step (forward, backward, clip, AdamW) at the options' sizes on
-// random tokens: median ms over `iters` after `warmup`.
+// random tokens: median ms over `iters` after `warmup`, on a new backend (with the options'
+// precision) or on `be`.
 double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup);
+double time_train_step(const TrainOptions& o, Backend& be, int iters, int warmup);
 
 }  // namespace gpt

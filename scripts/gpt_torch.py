@@ -206,6 +206,11 @@ def record(acts, name, tensor):
         acts[name] = tensor.detach().clone()
 
 
+# bench-gpu sets this: attention through F.scaled_dot_product_attention (flash attention on a
+# GPU, what nanoGPT uses) instead of the explicit T x T matrices the other commands compare.
+USE_SDPA = False
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -226,6 +231,10 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, self.n_head, hs).transpose(1, 2)  # (B, NH, T, hs)
         k = k.view(B, T, self.n_head, hs).transpose(1, 2)
         v = v.view(B, T, self.n_head, hs).transpose(1, 2)
+        if USE_SDPA and acts is None:
+            # the GPU bench's peer, as nanoGPT runs it: PyTorch's fused (flash) attention
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
         # scores = q k^T / sqrt(hs); -inf above the diagonal, so softmax gives the future 0
         preatt = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))          # (B, NH, T, T)
         preatt = preatt.masked_fill(self.future[:T, :T], float("-inf"))
@@ -309,7 +318,7 @@ class GPT(nn.Module):
         B, T = idx.size()
         if T > self.config.block_size:
             raise GPTTorchError(f"sequence length {T} exceeds block_size {self.config.block_size}")
-        pos = torch.arange(T, dtype=torch.long)
+        pos = torch.arange(T, dtype=torch.long, device=idx.device)
         x = self.drop(self.wte[idx] + self.wpe[pos])    # (B, T, C)
         record(acts, "encoded", x)
         for l, block in enumerate(self.h):
@@ -603,6 +612,70 @@ def cmd_bench(args):
     return 0
 
 
+def cmd_bench_gpu(args):
+    """The same training step on the GPU: eager and torch.compile, at fp32 (TF32 off), tf32
+    (TF32 matmuls) and bf16 (torch.autocast, fp32 master weights), as nanoGPT runs it (fused
+    AdamW, flash attention). Times with torch.cuda.synchronize() around each step."""
+    global USE_SDPA
+    if not torch.cuda.is_available():
+        raise GPTTorchError("bench-gpu: PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
+    import contextlib
+    USE_SDPA = True
+    dev = torch.device("cuda")
+    name = torch.cuda.get_device_name(0)
+    rows = []
+    print(f"bench-gpu: PyTorch {torch.__version__} on {name}; L={args.n_layer} NH={args.n_head} C={args.n_embd} "
+          f"T={args.block_size} B={args.batch_size} dropout={args.dropout} bias={args.bias}; median of "
+          f"{args.iters} after {args.warmup} warm-up", flush=True)
+    for precision in args.precisions.split(","):
+        for mode in args.modes.split(","):
+            torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+            torch.backends.cudnn.allow_tf32 = precision == "tf32"
+            torch.manual_seed(args.seed)
+            config = GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd,
+                               dropout=args.dropout, bias=bool(args.bias))
+            model = GPT(config)
+            model.init_weights(args.seed)
+            model.to(dev).train()
+            decay = [p for p in model.parameters() if p.dim() >= 2]
+            no_decay = [p for p in model.parameters() if p.dim() < 2]
+            optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                           {"params": no_decay, "weight_decay": 0.0}],
+                                          lr=1e-3, betas=(0.9, 0.99), eps=1e-8, fused=True)
+            step_model = torch.compile(model) if mode == "compile" else model
+            ctx = (torch.autocast("cuda", dtype=torch.bfloat16) if precision == "bf16"
+                   else contextlib.nullcontext())
+            n = args.warmup + args.iters
+            data = torch.randint(0, config.vocab_size, (n, args.batch_size, args.block_size + 1), device=dev)
+            times = []
+            for i in range(n):
+                x, y = data[i, :, :-1].contiguous(), data[i, :, 1:].contiguous()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                optimizer.zero_grad(set_to_none=True)
+                with ctx:
+                    _, loss = step_model(x, y)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                loss.item()  # as our trainer: the loss comes back to the host every step
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
+            ms = 1000.0 * statistics.median(times[args.warmup:])
+            r = {"precision": precision, "mode": mode, "ms_per_iter": ms,
+                 "tokens_per_s": args.batch_size * args.block_size / (ms / 1000.0), "final_loss": loss.item()}
+            rows.append(r)
+            print(f"  {mode:8s} {precision}: {ms:8.2f} ms/iter  {r['tokens_per_s']:12.0f} tokens/s", flush=True)
+            del model, optimizer, step_model
+            torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch_version": torch.__version__, "device": name, "rows": rows,
+                       "config": vars(args) | {"func": None}}, f, indent=2, default=str)
+            f.write("\n")
+    return 0
+
+
 def cmd_train(args):
     """nanoGPT's Shakespeare-char CPU run with the same model, recipe and evaluation as
     `nnlab gpt train` + `nnlab gpt eval` (not the same random numbers: torch's generator):
@@ -693,6 +766,23 @@ def main(argv=None):
     p.add_argument("--json", default=None, help="also write the results as JSON here")
     p.add_argument("--child-intra", type=int, default=None, help=argparse.SUPPRESS)  # one setting, internal
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("bench-gpu", help="ms per training iteration on the GPU: eager / torch.compile, fp32 / tf32 / bf16")
+    p.add_argument("--n-layer", type=int, default=6)
+    p.add_argument("--n-head", type=int, default=6)
+    p.add_argument("--n-embd", type=int, default=384)
+    p.add_argument("--block-size", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--vocab-size", type=int, default=65)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--bias", type=int, default=0, choices=[0, 1])
+    p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--precisions", default="fp32,tf32,bf16", help="comma-separated: fp32, tf32, bf16")
+    p.add_argument("--modes", default="eager,compile", help="comma-separated: eager, compile")
+    p.add_argument("--json", default=None, help="also write the results as JSON here")
+    p.set_defaults(func=cmd_bench_gpu)
 
     p = sub.add_parser("train", help="the same model and recipe trained by PyTorch (the val-loss reference)")
     p.add_argument("--data", required=True, help="the text, e.g. Tiny Shakespeare")

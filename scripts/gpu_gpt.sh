@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# scripts/gpu_gpt.sh: the GPT on the GPU, end to end, in one command (issue 7). It
+#   1. runs scripts/gpu_bench.sh: refuses without an NVIDIA GPU and nvcc, builds build/gpu for
+#      the GPU that is there, runs the device tests (every kernel version validated on the
+#      GPU, and tests/test_gpt_cuda.cpp's "gpu" case: the cuda backend against the cpu
+#      backend on the same weights and batch, logits, loss, gradients and 10 AdamW steps, at
+#      fp32, tf32 and bf16) and the kernel benchmark (docs/benchmarks/cuda-<gpu>.*);
+#   2. times a training step of nanoGPT's Shakespeare character model (6 layers, 6 heads,
+#      384 wide, context 256, batch 64, dropout 0.2, no biases): ours at fp32, tf32 and bf16
+#      against PyTorch eager and torch.compile at the same precisions, on the same GPU in the
+#      same run, with MFU against the peak measured now, and where our step's time goes op
+#      by op (--profile) -> docs/benchmarks/gpt-cuda-<gpu>.{json,md};
+#   3. trains that model for 5000 iterations (gpt/configs/shakespeare_char_gpu.toml) at each
+#      precision in TRAIN_PRECISIONS and records the best validation loss (goal: <= 1.47,
+#      nanoGPT's 1.4697), tokens/s and MFU -> docs/benchmarks/gpt-cuda-train-<gpu>.md, logs
+#      in out/gpu-gpt/<precision>/log.jsonl (the notebook 09-gpu-training plots them).
+# Knobs: everything scripts/gpu_bench.sh takes (SKIP_BUILD, SKIP_TESTS, QUICK, ...), and
+#   SKIP_KERNEL_BENCH=1          step 1 without the kernel benchmark (OPS= not needed)
+#   TRAIN_PRECISIONS="bf16 fp32" the training runs of step 3 (default: bf16 fp32)
+#   MAX_ITERS=5000               shorter runs to check the pipeline
+#   DATA=path/to/input.txt       Tiny Shakespeare (default: nnlab's own search, see nn/text.h)
+#   TORCH_PYTHON=/usr/bin/python3  a Python with PyTorch+CUDA for the peer (default: the one
+#                                CMake found; without one the PyTorch rows are skipped, said so)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build/gpu}
+logs=out/gpu-gpt
+mkdir -p "$logs" docs/benchmarks
+say() { printf '\n== %s\n' "$*"; }
+
+# ---- 1. build, device tests, kernel bench ---------------------------------------------------------
+status=0
+if [[ -n "${SKIP_KERNEL_BENCH:-}" ]]; then
+  OPS=${OPS:-adamw} QUICK=1 bash scripts/gpu_bench.sh || status=$?
+else
+  bash scripts/gpu_bench.sh || status=$?
+fi
+[[ $status -eq 2 ]] && exit 2  # refused: no GPU, no nvcc, build failed
+nnlab="$build/bin/nnlab"
+gpu=$("$nnlab" cuda info | sed -n '/^GPU found/,/^$/s/^  name  *//p' | head -1)
+slug=$(tr '[:upper:]' '[:lower:]' <<<"${gpu:-unknown-gpu}" | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
+model=(--n-layer 6 --n-head 6 --n-embd 384 --block-size 256 --batch-size 64 --dropout 0.2 --bias false)
+
+# ---- 2. one training step: ours vs PyTorch, and where the time goes --------------------------------
+say "nnlab gpt bench: cuda fp32/tf32/bf16 vs PyTorch eager and torch.compile on $gpu"
+"$nnlab" gpt bench "${model[@]}" --backends cuda:fp32,cuda:tf32,cuda:bf16 --profile --iters "${ITERS:-30}" \
+  --warmup 10 --json "docs/benchmarks/gpt-cuda-$slug.json" --markdown "$logs/bench.md" 2>&1 | tee "$logs/bench.txt"
+{
+  cat "$logs/bench.md"
+  echo
+  echo "Produced by \`bash scripts/gpu_gpt.sh\` on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), device: $gpu."
+  echo
+  echo '```'
+  grep -E "x PyTorch eager" "$logs/bench.txt" || echo "(no PyTorch comparison: see $logs/bench.txt)"
+  echo '```'
+} > "docs/benchmarks/gpt-cuda-$slug.md"
+
+# ---- 3. the nanoGPT Shakespeare run ------------------------------------------------------------------
+train_md="docs/benchmarks/gpt-cuda-train-$slug.md"
+{
+  echo "# nanoGPT's Shakespeare character config on $gpu"
+  echo
+  echo "\`nnlab gpt train --backend cuda --config gpt/configs/shakespeare_char_gpu.toml\`, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown). Goal: best val loss <= 1.47 (nanoGPT: 1.4697 on an A100)."
+  echo
+  echo "| precision | steps | best val loss | goal | minutes | median tokens/s | median MFU |"
+  echo "|---|---:|---:|---|---:|---:|---:|"
+} > "$train_md"
+for prec in ${TRAIN_PRECISIONS:-bf16 fp32}; do
+  out="$logs/$prec"
+  rm -rf "$out"
+  say "train at $prec -> $out"
+  args=(gpt train --backend cuda --precision "$prec" --config gpt/configs/shakespeare_char_gpu.toml --out-dir "$out"
+        --sample-tokens 300 --prompt "ROMEO:")
+  [[ -n "${MAX_ITERS:-}" ]] && args+=(--max-iters "$MAX_ITERS" --lr-decay-iters "$MAX_ITERS")
+  [[ -n "${DATA:-}" ]] && args+=(--data "$DATA")
+  start=$(date +%s)
+  if ! "$nnlab" "${args[@]}" 2>&1 | tee "$out.txt"; then
+    echo "gpu_gpt: training at $prec FAILED (log: $out.txt)" >&2
+    status=1
+    continue
+  fi
+  minutes=$(( ($(date +%s) - start + 30) / 60 ))
+  python3 - "$out/log.jsonl" "$prec" "$minutes" >> "$train_md" <<'PY'
+import json, statistics, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+train = [r for r in recs if r.get("split") == "train"]
+evals = [r for r in recs if r.get("split") == "eval" and r["step"] > 0]
+best = min(r["val_loss"] for r in evals) if evals else float("nan")
+tok = statistics.median(r["tok_s"] for r in train) if train else 0
+mfu = statistics.median(r["mfu"] for r in train) if train else 0
+goal = "met" if best <= 1.47 else "NOT met"
+print(f"| {sys.argv[2]} | {train[-1]['step'] if train else 0} | {best:.4f} | {goal} | {sys.argv[3]} | {tok:,.0f} | {100 * mfu:.1f}% |")
+PY
+done
+echo >> "$train_md"
+echo "Logs: out/gpu-gpt/<precision>/log.jsonl; the full output of each run: out/gpu-gpt/<precision>.txt." >> "$train_md"
+say "records"
+echo "  docs/benchmarks/gpt-cuda-$slug.{json,md}   one step: ours vs PyTorch, per-op profile"
+echo "  $train_md                                  the 5000-step runs"
+cat "$train_md"
+exit $status
