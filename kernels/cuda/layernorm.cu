@@ -26,6 +26,9 @@
 //                       for free (both passes read registers). C % 4 == 0, 16-byte aligned
 //                       pointers and C <= 4096 (32 float4 = 128 registers per lane at most);
 //                       otherwise it runs v2.
+// bias may be nullptr in every version (no bias: nanoGPT's bias=False), and then dbias too:
+// the forward adds nothing, the backward skips dbias.
+//
 // backward (dinp, dweight, dbias all ACCUMULATE +=, as llm.c)
 //   v1 thread per row   two passes per row; dweight and dbias take an atomicAdd per element
 //                       into global memory: N * C * 2 atomics, with all 32 lanes of a warp
@@ -69,6 +72,9 @@ constexpr int kWarpsPerBlock = kBlock / 32;
 constexpr int kMaxRegisterC = 4096;  // forward v3 / residual v2: 32 float4 per lane at most
 constexpr int kMaxSharedC = 6144;    // backward v2: 2C floats of shared memory <= 48 KB
 
+// bias[c], or 0 without a bias (bias == nullptr: the GPT's --bias false, nanoGPT's bias=False).
+__device__ __forceinline__ float bias_at(const float* bias, int c) { return bias ? bias[c] : 0.0f; }
+
 // ---- forward v1: one thread per row, three passes -------------------------------------------
 
 __global__ void layernorm_forward_v1_kernel(float* out, float* mean, float* rstd, const float* inp,
@@ -89,8 +95,8 @@ __global__ void layernorm_forward_v1_kernel(float* out, float* mean, float* rstd
     sq += d * d;
   }
   const float s = rsqrtf(sq / static_cast<float>(C) + kEps);
-  // pass 3: out = (x - mean) * rstd * weight + bias
-  for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  // pass 3: out = (x - mean) * rstd * weight + bias (no bias: bias == nullptr)
+  for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias_at(bias, c);
   mean[n] = m;
   rstd[n] = s;
 }
@@ -122,7 +128,7 @@ __global__ void __launch_bounds__(kBlock)
   const float m = K + mean_d;
   const float s = rsqrtf(var + kEps);
 
-  for (int c = lane; c < C; c += 32) y[c] = (x[c] - m) * s * weight[c] + bias[c];  // second read of x
+  for (int c = lane; c < C; c += 32) y[c] = (x[c] - m) * s * weight[c] + bias_at(bias, c);  // second read of x
   if (lane == 0) {
     mean[n] = m;
     rstd[n] = s;
@@ -184,7 +190,7 @@ __global__ void __launch_bounds__(kBlock)
     const int c4 = lane + 32 * j;
     if (c4 < C4) {
       const float4 w = w4[c4];
-      const float4 bb = b4[c4];
+      const float4 bb = b4 ? b4[c4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       y4[c4] = make_float4((x[j].x - m) * s * w.x + bb.x, (x[j].y - m) * s * w.y + bb.y,
                            (x[j].z - m) * s * w.z + bb.z, (x[j].w - m) * s * w.w + bb.w);
     }
@@ -262,7 +268,7 @@ __global__ void layernorm_backward_v1_kernel(float* dinp, float* dweight, float*
     const float g = dy[c] * weight[c];
     dx[c] += s * (g - g_mean - xhat * gxhat_mean);
     atomicAdd(&dweight[c], dy[c] * xhat);
-    atomicAdd(&dbias[c], dy[c]);
+    if (dbias) atomicAdd(&dbias[c], dy[c]);
   }
 }
 
@@ -310,14 +316,14 @@ __global__ void __launch_bounds__(kBlock)
       dx[c] += s * (g - g_mean - xhat * gxhat_mean);
       // The 32 lanes hit 32 different columns; only the block's other warps can collide.
       atomicAdd(&dweight_block[c], dy[c] * xhat);
-      atomicAdd(&dbias_block[c], dy[c]);
+      if (dbias) atomicAdd(&dbias_block[c], dy[c]);
     }
   }
   __syncthreads();
   // One global atomic per block per column.
   for (int c = static_cast<int>(threadIdx.x); c < C; c += static_cast<int>(blockDim.x)) {
     atomicAdd(&dweight[c], dweight_block[c]);
-    atomicAdd(&dbias[c], dbias_block[c]);
+    if (dbias) atomicAdd(&dbias[c], dbias_block[c]);
   }
 }
 
@@ -354,7 +360,7 @@ __global__ void __launch_bounds__(kBlock)
   const float var = fmaxf(s2 / static_cast<float>(C) - mean_d * mean_d, 0.0f);
   const float m = K + mean_d;
   const float s = rsqrtf(var + kEps);
-  for (int c = lane; c < C; c += 32) out[row + c] = (residual[row + c] - m) * s * weight[c] + bias[c];
+  for (int c = lane; c < C; c += 32) out[row + c] = (residual[row + c] - m) * s * weight[c] + bias_at(bias, c);
   if (lane == 0) {
     mean[n] = m;
     rstd[n] = s;
