@@ -26,6 +26,9 @@
 //                       for free (both passes read registers). C % 4 == 0, 16-byte aligned
 //                       pointers and C <= 4096 (32 float4 = 128 registers per lane at most);
 //                       otherwise it runs v2.
+// bias may be nullptr in every version (no bias: nanoGPT's bias=False), and then dbias too:
+// the forward adds nothing, the backward skips dbias.
+//
 // backward (dinp, dweight, dbias all ACCUMULATE +=, as llm.c)
 //   v1 thread per row   two passes per row; dweight and dbias take an atomicAdd per element
 //                       into global memory: N * C * 2 atomics, with all 32 lanes of a warp
@@ -35,6 +38,14 @@
 //                       atomics) and added with one global atomicAdd per block per column.
 //                       C <= 6144 (2C floats of shared memory within the default 48 KB);
 //                       otherwise it runs v1.
+//   v1 and v2 are not deterministic: float atomics land in whatever order the blocks run,
+//   so dweight and dbias differ in their last bits from run to run.
+//   v3 deterministic    no atomics: a warp-per-row kernel writes dinp (as v2), then a second
+//                       kernel sums dweight and dbias per column in a fixed order: a block per
+//                       32 columns, its 32 x 32 threads each summing every 32nd row, then a
+//                       fixed-order sum of the 32 partials. Reads dout and x once more (8 B per
+//                       element), and its grid is small (C / 32 blocks: 12 at C = 384); what it
+//                       buys is the same bits on every run and every GPU (what the GPT uses).
 // residual + layernorm (residual = a + b, then the layernorm of residual)
 //   v1 unfused          a residual-add kernel writes residual, then forward v2 reads it back
 //                       twice: 24 B per element (read a, b; write residual; read it twice; write out).
@@ -69,6 +80,9 @@ constexpr int kWarpsPerBlock = kBlock / 32;
 constexpr int kMaxRegisterC = 4096;  // forward v3 / residual v2: 32 float4 per lane at most
 constexpr int kMaxSharedC = 6144;    // backward v2: 2C floats of shared memory <= 48 KB
 
+// bias[c], or 0 without a bias (bias == nullptr: the GPT's --bias false, nanoGPT's bias=False).
+__device__ __forceinline__ float bias_at(const float* bias, int c) { return bias ? bias[c] : 0.0f; }
+
 // ---- forward v1: one thread per row, three passes -------------------------------------------
 
 __global__ void layernorm_forward_v1_kernel(float* out, float* mean, float* rstd, const float* inp,
@@ -89,8 +103,8 @@ __global__ void layernorm_forward_v1_kernel(float* out, float* mean, float* rstd
     sq += d * d;
   }
   const float s = rsqrtf(sq / static_cast<float>(C) + kEps);
-  // pass 3: out = (x - mean) * rstd * weight + bias
-  for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  // pass 3: out = (x - mean) * rstd * weight + bias (no bias: bias == nullptr)
+  for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias_at(bias, c);
   mean[n] = m;
   rstd[n] = s;
 }
@@ -122,7 +136,7 @@ __global__ void __launch_bounds__(kBlock)
   const float m = K + mean_d;
   const float s = rsqrtf(var + kEps);
 
-  for (int c = lane; c < C; c += 32) y[c] = (x[c] - m) * s * weight[c] + bias[c];  // second read of x
+  for (int c = lane; c < C; c += 32) y[c] = (x[c] - m) * s * weight[c] + bias_at(bias, c);  // second read of x
   if (lane == 0) {
     mean[n] = m;
     rstd[n] = s;
@@ -184,7 +198,7 @@ __global__ void __launch_bounds__(kBlock)
     const int c4 = lane + 32 * j;
     if (c4 < C4) {
       const float4 w = w4[c4];
-      const float4 bb = b4[c4];
+      const float4 bb = b4 ? b4[c4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       y4[c4] = make_float4((x[j].x - m) * s * w.x + bb.x, (x[j].y - m) * s * w.y + bb.y,
                            (x[j].z - m) * s * w.z + bb.z, (x[j].w - m) * s * w.w + bb.w);
     }
@@ -262,7 +276,7 @@ __global__ void layernorm_backward_v1_kernel(float* dinp, float* dweight, float*
     const float g = dy[c] * weight[c];
     dx[c] += s * (g - g_mean - xhat * gxhat_mean);
     atomicAdd(&dweight[c], dy[c] * xhat);
-    atomicAdd(&dbias[c], dy[c]);
+    if (dbias) atomicAdd(&dbias[c], dy[c]);
   }
 }
 
@@ -310,14 +324,84 @@ __global__ void __launch_bounds__(kBlock)
       dx[c] += s * (g - g_mean - xhat * gxhat_mean);
       // The 32 lanes hit 32 different columns; only the block's other warps can collide.
       atomicAdd(&dweight_block[c], dy[c] * xhat);
-      atomicAdd(&dbias_block[c], dy[c]);
+      if (dbias) atomicAdd(&dbias_block[c], dy[c]);
     }
   }
   __syncthreads();
   // One global atomic per block per column.
   for (int c = static_cast<int>(threadIdx.x); c < C; c += static_cast<int>(blockDim.x)) {
     atomicAdd(&dweight[c], dweight_block[c]);
-    atomicAdd(&dbias[c], dbias_block[c]);
+    if (dbias) atomicAdd(&dbias[c], dbias_block[c]);
+  }
+}
+
+// ---- backward v3: deterministic, no atomics ------------------------------------------------------
+
+// dinp += rstd (g - mean(g) - xhat mean(g xhat)): one warp per row, as v2, nothing else.
+__global__ void __launch_bounds__(kBlock)
+    layernorm_backward_dinp_kernel(float* dinp, const float* dout, const float* inp, const float* weight,
+                                   const float* mean, const float* rstd, int N, int C) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int n = static_cast<int>(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32);  // this warp's row
+  if (n >= N) return;
+  const size_t row = static_cast<size_t>(n) * static_cast<size_t>(C);
+  const float* dy = dout + row;
+  const float* x = inp + row;
+  float* dx = dinp + row;
+  const float m = mean[n];
+  const float s = rstd[n];
+  float g_sum = 0.0f;
+  float gxhat_sum = 0.0f;
+  for (int c = lane; c < C; c += 32) {
+    const float xhat = (x[c] - m) * s;
+    const float g = dy[c] * weight[c];
+    g_sum += g;
+    gxhat_sum += g * xhat;
+  }
+  const float g_mean = warp_sum(g_sum) / static_cast<float>(C);
+  const float gxhat_mean = warp_sum(gxhat_sum) / static_cast<float>(C);
+  for (int c = lane; c < C; c += 32) {
+    const float xhat = (x[c] - m) * s;
+    dx[c] += s * (dy[c] * weight[c] - g_mean - xhat * gxhat_mean);
+  }
+}
+
+constexpr int kColumns = 32;    // v3's parameter kernel: columns per block (threadIdx.x)
+constexpr int kRowSlices = 32;  // and row slices (threadIdx.y): thread (x, y) sums rows y, y+32, ...
+
+// dweight[c] += sum_n dout[n,c] xhat[n,c], dbias[c] += sum_n dout[n,c] (skipped if null), in a
+// fixed order: thread (x, y) sums rows y, y + 32, ... of column c (a warp reads 32 consecutive
+// floats of a row), then thread (x, 0) adds the 32 slices' sums in slice order.
+__global__ void __launch_bounds__(kColumns * kRowSlices)
+    layernorm_backward_params_kernel(float* dweight, float* dbias, const float* dout, const float* inp,
+                                     const float* mean, const float* rstd, int N, int C) {
+  __shared__ float dweight_slice[kRowSlices][kColumns + 1];  // (slices, columns); +1: no bank conflicts
+  __shared__ float dbias_slice[kRowSlices][kColumns + 1];
+  const int tx = static_cast<int>(threadIdx.x);
+  const int ty = static_cast<int>(threadIdx.y);
+  const int c = static_cast<int>(blockIdx.x) * kColumns + tx;
+  float dw = 0.0f;
+  float db = 0.0f;
+  if (c < C) {
+    for (int n = ty; n < N; n += kRowSlices) {
+      const size_t i = static_cast<size_t>(n) * static_cast<size_t>(C) + static_cast<size_t>(c);
+      const float xhat = (inp[i] - mean[n]) * rstd[n];
+      dw += dout[i] * xhat;
+      db += dout[i];
+    }
+  }
+  dweight_slice[ty][tx] = dw;
+  dbias_slice[ty][tx] = db;
+  __syncthreads();
+  if (ty == 0 && c < C) {
+    float dw_total = 0.0f;
+    float db_total = 0.0f;
+    for (int k = 0; k < kRowSlices; ++k) {
+      dw_total += dweight_slice[k][tx];
+      db_total += dbias_slice[k][tx];
+    }
+    dweight[c] += dw_total;
+    if (dbias) dbias[c] += db_total;
   }
 }
 
@@ -354,7 +438,7 @@ __global__ void __launch_bounds__(kBlock)
   const float var = fmaxf(s2 / static_cast<float>(C) - mean_d * mean_d, 0.0f);
   const float m = K + mean_d;
   const float s = rsqrtf(var + kEps);
-  for (int c = lane; c < C; c += 32) out[row + c] = (residual[row + c] - m) * s * weight[c] + bias[c];
+  for (int c = lane; c < C; c += 32) out[row + c] = (residual[row + c] - m) * s * weight[c] + bias_at(bias, c);
   if (lane == 0) {
     mean[n] = m;
     rstd[n] = s;
@@ -409,6 +493,17 @@ void layernorm_backward_v2(float* dinp, float* dweight, float* dbias, const floa
          dim3(kBlock), smem, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
+void layernorm_backward_v3(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                           const float* weight, const float* mean, const float* rstd, int N, int C) {
+  if (N <= 0 || C <= 0) return;
+  launch("layernorm_backward_dinp_kernel", layernorm_backward_dinp_kernel,
+         dim3(static_cast<unsigned>(ceil_div(N, kWarpsPerBlock))), dim3(kBlock), 0, dinp, dout, inp, weight, mean,
+         rstd, N, C);
+  launch("layernorm_backward_params_kernel", layernorm_backward_params_kernel,
+         dim3(static_cast<unsigned>(ceil_div(C, kColumns))), dim3(kColumns, kRowSlices), 0, dweight, dbias, dout, inp,
+         mean, rstd, N, C);
+}
+
 void residual_layernorm_v1(float* residual, float* out, float* mean, float* rstd, const float* a, const float* b,
                            const float* weight, const float* bias, int N, int C) {
   const size_t n = static_cast<size_t>(N) * static_cast<size_t>(C);
@@ -444,6 +539,10 @@ void add_layernorm(Kernels& k) {
       {{"v2", "warp per row", "both reductions in one coalesced pass; dweight/dbias summed per block in shared memory",
         50},
        layernorm_backward_v2},
+      {{"v3", "deterministic", "dinp warp per row; dweight/dbias per column in a fixed order, no atomics: same bits "
+                               "every run",
+        50},
+       layernorm_backward_v3},
   };
   k.residual_layernorm = {
       {{"v1", "unfused", "residual-add kernel, then layernorm v2 reads the residual back: 24 B/element", 50},

@@ -7,7 +7,9 @@
 // and odd: C not a multiple of 4 or 32 (v3's fallback, ragged lanes), one float4 per lane with
 // idle lanes (100), the largest register row (4096) and just past it (4100), more rows than
 // the emulator's one-SM grid has warps (70: backward v2's grid-stride loop), and for the
-// backward a C past its shared-memory bound (6145).
+// backward a C past its shared-memory bound (6145). "NxC:nobias" passes bias (and dbias)
+// as nullptr, the GPT's --bias false: the test sizes run it on every path (v1, v2's warps,
+// v3's registers, backward v2's fallback), and the GPT's own size is among the GPU sizes.
 //
 // Inputs: x uniform in [-1, 1), every third row shifted by +10. There mean^2 / var = 300, so
 // the plain one-pass var = E[x^2] - E[x]^2 in float loses 2-3 of its 7 digits: forward v2
@@ -32,16 +34,25 @@ using harness::Tolerance;
 
 constexpr double kUnitRoundoff = 0x1p-24;  // float: relative error of one rounding
 
-std::string rows_shape(int N, int C) {
+std::string rows_shape(int N, int C, bool bias) {
   std::ostringstream os;
   os << "N=" << kernels::bench::short_count(static_cast<size_t>(N))
-     << " C=" << kernels::bench::short_count(static_cast<size_t>(C));
+     << " C=" << kernels::bench::short_count(static_cast<size_t>(C)) << (bias ? "" : " no bias");
   return os.str();
 }
 
-std::vector<int> parse_rows(const std::string& op, const std::string& size) {
-  const std::vector<size_t> d = kernels::bench::parse_dims(op, size, 2, "NxC, e.g. 32768x768");
-  return {static_cast<int>(d[0]), static_cast<int>(d[1])};
+// "NxC", or "NxC:nobias": bias (and dbias) passed as nullptr, the GPT's --bias false.
+struct Rows {
+  int N = 0, C = 0;
+  bool bias = true;
+};
+
+Rows parse_rows(const std::string& op, const std::string& size) {
+  const std::string suffix = ":nobias";
+  const bool nobias = size.size() > suffix.size() && size.compare(size.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const std::string dims = nobias ? size.substr(0, size.size() - suffix.size()) : size;
+  const std::vector<size_t> d = kernels::bench::parse_dims(op, dims, 2, "NxC or NxC:nobias, e.g. 32768x768");
+  return {static_cast<int>(d[0]), static_cast<int>(d[1]), !nobias};
 }
 
 // x (N,C): uniform in [-1, 1), rows n % 3 == 2 shifted by +10 (see the header).
@@ -104,17 +115,18 @@ ForwardReference forward_reference(const std::vector<float>& x, const std::vecto
 
 class LayernormForwardProblem final : public Problem {
  public:
-  LayernormForwardProblem(Device& dev, int N, int C, uint64_t seed)
-      : dev_(dev), N_(N), C_(C), out_(dev, elements()), mean_(dev, static_cast<size_t>(N)),
+  LayernormForwardProblem(Device& dev, int N, int C, bool bias, uint64_t seed)
+      : dev_(dev), N_(N), C_(C), with_bias_(bias), out_(dev, elements()), mean_(dev, static_cast<size_t>(N)),
         rstd_(dev, static_cast<size_t>(N)) {
     const std::vector<float> x = layernorm_input(N, C, seed);
     std::vector<float> w, b;
     inp_ = Buffer<float>(dev, x);
     weight_ = random_buffer(dev, static_cast<size_t>(C), seed + 1, 0.5f, 1.5f, &w);
     bias_ = random_buffer(dev, static_cast<size_t>(C), seed + 2, -0.5f, 0.5f, &b);
+    if (!bias) b.assign(static_cast<size_t>(C), 0.0f);  // no bias: the reference adds zeros
     ref_ = forward_reference(x, w, b, N, C);
   }
-  std::string shape() const override { return rows_shape(N_, C_); }
+  std::string shape() const override { return rows_shape(N_, C_, with_bias_); }
   // As the algorithm states it: mean (1 add), variance (sub + FMA), normalise (sub, mul, FMA):
   // 8 FLOPs per element, however a version arranges them (kernels/bench/layernorm.cpp).
   double flops() const override { return 8.0 * static_cast<double>(elements()); }
@@ -129,7 +141,7 @@ class LayernormForwardProblem final : public Problem {
   }
   void run(size_t v) override {
     dev_.kernels().layernorm_forward.at(v).run(out_.data(), mean_.data(), rstd_.data(), inp_.data(),
-                                               weight_.data(), bias_.data(), N_, C_);
+                                               weight_.data(), with_bias_ ? bias_.data() : nullptr, N_, C_);
   }
   Check validate(size_t v) override {
     out_.fill_bytes(0xFF);
@@ -146,6 +158,7 @@ class LayernormForwardProblem final : public Problem {
   size_t elements() const { return static_cast<size_t>(N_) * static_cast<size_t>(C_); }
   Device& dev_;
   int N_, C_;
+  bool with_bias_;
   Buffer<float> inp_, weight_, bias_, out_, mean_, rstd_;
   ForwardReference ref_;
 };
@@ -154,7 +167,8 @@ class LayernormForwardProblem final : public Problem {
 
 class LayernormBackwardProblem final : public Problem {
  public:
-  LayernormBackwardProblem(Device& dev, int N, int C, uint64_t seed) : dev_(dev), N_(N), C_(C) {
+  LayernormBackwardProblem(Device& dev, int N, int C, bool bias, uint64_t seed)
+      : dev_(dev), N_(N), C_(C), with_bias_(bias) {
     const size_t n = elements();
     const std::vector<float> x = layernorm_input(N, C, seed);
     std::vector<float> w(static_cast<size_t>(C)), b(static_cast<size_t>(C), 0.0f), dy;
@@ -212,15 +226,16 @@ class LayernormBackwardProblem final : public Problem {
     }
     // dinp: each row's two means are float sums of C zero-mean terms (error ~1e-7), the rest is
     // the rounding of a few operations on terms <= ~10: 2e-5. dweight, dbias: float sums over
-    // the N rows (v1: one atomic after another; v2: per block, then per block): 16 u times the
-    // sum of |terms| bounds their rounding with room to spare.
+    // the N rows (v1: one atomic after another; v2: per block, then per block; v3: per row
+    // slice, then over the 32 slices): 16 u times the sum of |terms| bounds their rounding
+    // with room to spare.
     const double sum_w = *std::max_element(abs_dweight.begin(), abs_dweight.end());
     const double sum_b = *std::max_element(abs_dbias.begin(), abs_dbias.end());
     dinp_tol_ = {2e-5, 1e-5};
     dweight_tol_ = {1e-6 + 16.0 * kUnitRoundoff * sum_w, 1e-5};
     dbias_tol_ = {1e-6 + 16.0 * kUnitRoundoff * sum_b, 1e-5};
   }
-  std::string shape() const override { return rows_shape(N_, C_); }
+  std::string shape() const override { return rows_shape(N_, C_, with_bias_); }
   // Per element: xhat (2), g (1), the two sums (3) in pass 1; xhat, g again (3), dinp (5),
   // dweight and dbias (3) in pass 2: 16 FLOPs as written.
   double flops() const override { return 16.0 * static_cast<double>(elements()); }
@@ -228,12 +243,14 @@ class LayernormBackwardProblem final : public Problem {
   // dinp (8 B). v1 adds 2 global atomics per element (a read-modify-write of 4 B each, in L2:
   // 16 B); v2 adds 2 atomics per block per column (its grid: at most 8 blocks per SM, about
   // nothing next to N). Plus weight, mean, rstd read.
+  // v3: no atomics; its second kernel reads dout and x once more: 32 B.
   double bytes(size_t v) const override {
-    const double per_element = v == 0 || C_ > 6144 ? 40.0 : 24.0;
+    const double per_element = v == 2 ? 32.0 : v == 0 || C_ > 6144 ? 40.0 : 24.0;
     return per_element * static_cast<double>(elements()) + 4.0 * C_ + 8.0 * N_;
   }
   void run(size_t v) override {
-    dev_.kernels().layernorm_backward.at(v).run(dinp_.data(), dweight_.data(), dbias_.data(), dout_.data(),
+    dev_.kernels().layernorm_backward.at(v).run(dinp_.data(), dweight_.data(), with_bias_ ? dbias_.data() : nullptr,
+                                                dout_.data(),
                                                 inp_.data(), weight_.data(), mean_.data(), rstd_.data(), N_, C_);
   }
   Check validate(size_t v) override {
@@ -244,13 +261,28 @@ class LayernormBackwardProblem final : public Problem {
     dev_.synchronize();
     Check c = compare_device("dinp", dinp_, want_dinp_, dinp_tol_);
     c = harness::merge(c, compare_device("dweight", dweight_, want_dweight_, dweight_tol_));
-    return harness::merge(c, compare_device("dbias", dbias_, want_dbias_, dbias_tol_));
+    if (with_bias_) c = harness::merge(c, compare_device("dbias", dbias_, want_dbias_, dbias_tol_));
+    // The deterministic version promises the same bits every run: run it again and compare
+    // exactly (v1, v2's float atomics may legitimately differ on a GPU).
+    if (dev_.kernels().layernorm_backward.at(v).info.name == "deterministic") {
+      const std::vector<float> dinp1 = dinp_.to_host(), dweight1 = dweight_.to_host(), dbias1 = dbias_.to_host();
+      dinp_.upload(dinp0_);
+      dweight_.upload(dweight0_);
+      dbias_.upload(dbias0_);
+      run(v);
+      dev_.synchronize();
+      c = harness::merge(c, compare_device("dinp (second run)", dinp_, to_double(dinp1), {0.0, 0.0}));
+      c = harness::merge(c, compare_device("dweight (second run)", dweight_, to_double(dweight1), {0.0, 0.0}));
+      c = harness::merge(c, compare_device("dbias (second run)", dbias_, to_double(dbias1), {0.0, 0.0}));
+    }
+    return c;
   }
 
  private:
   size_t elements() const { return static_cast<size_t>(N_) * static_cast<size_t>(C_); }
   Device& dev_;
   int N_, C_;
+  bool with_bias_;
   Buffer<float> inp_, weight_, mean_, rstd_, dout_, dinp_, dweight_, dbias_;
   std::vector<float> dinp0_, dweight0_, dbias0_;
   std::vector<double> want_dinp_, want_dweight_, want_dbias_;
@@ -261,8 +293,8 @@ class LayernormBackwardProblem final : public Problem {
 
 class ResidualLayernormProblem final : public Problem {
  public:
-  ResidualLayernormProblem(Device& dev, int N, int C, uint64_t seed)
-      : dev_(dev), N_(N), C_(C), residual_(dev, elements()), out_(dev, elements()),
+  ResidualLayernormProblem(Device& dev, int N, int C, bool with_bias, uint64_t seed)
+      : dev_(dev), N_(N), C_(C), with_bias_(with_bias), residual_(dev, elements()), out_(dev, elements()),
         mean_(dev, static_cast<size_t>(N)), rstd_(dev, static_cast<size_t>(N)) {
     const std::vector<float> a = layernorm_input(N, C, seed);
     std::vector<float> b, w, bias;
@@ -270,13 +302,14 @@ class ResidualLayernormProblem final : public Problem {
     b_ = random_buffer(dev, elements(), seed + 1, -1.0f, 1.0f, &b);
     weight_ = random_buffer(dev, static_cast<size_t>(C), seed + 2, 0.5f, 1.5f, &w);
     bias_ = random_buffer(dev, static_cast<size_t>(C), seed + 3, -0.5f, 0.5f, &bias);
+    if (!with_bias) bias.assign(static_cast<size_t>(C), 0.0f);  // no bias: the reference adds zeros
     // residual = a + b in float, as the kernels round it: the layernorm is of that.
     std::vector<float> r(elements());
     for (size_t i = 0; i < r.size(); ++i) r[i] = a[i] + b[i];
     want_residual_ = to_double(r);
     ref_ = forward_reference(r, w, bias, N, C);
   }
-  std::string shape() const override { return rows_shape(N_, C_); }
+  std::string shape() const override { return rows_shape(N_, C_, with_bias_); }
   double flops() const override { return 9.0 * static_cast<double>(elements()); }  // the add + 8
   // Per element: v1 reads a, b and writes residual (12 B), then forward v2 reads it twice and
   // writes out (12 B): 24 B. v2 reads a, b, writes residual and out: 16 B (20 where it falls
@@ -287,7 +320,8 @@ class ResidualLayernormProblem final : public Problem {
   }
   void run(size_t v) override {
     dev_.kernels().residual_layernorm.at(v).run(residual_.data(), out_.data(), mean_.data(), rstd_.data(),
-                                                a_.data(), b_.data(), weight_.data(), bias_.data(), N_, C_);
+                                                a_.data(), b_.data(), weight_.data(),
+                                                with_bias_ ? bias_.data() : nullptr, N_, C_);
   }
   Check validate(size_t v) override {
     residual_.fill_bytes(0xFF);
@@ -307,6 +341,7 @@ class ResidualLayernormProblem final : public Problem {
   size_t elements() const { return static_cast<size_t>(N_) * static_cast<size_t>(C_); }
   Device& dev_;
   int N_, C_;
+  bool with_bias_;
   Buffer<float> a_, b_, weight_, bias_, residual_, out_, mean_, rstd_;
   std::vector<double> want_residual_;
   ForwardReference ref_;
@@ -318,12 +353,13 @@ Op layernorm_forward_op() {
   Op op;
   op.name = "layernorm_forward";
   op.summary = "row-wise layernorm: thread per row (3 passes) vs warp per row (shifted one-pass) vs row in registers";
-  op.sizes = {"32768x768", "8192x4096"};
-  op.test_sizes = {"7x33", "70x100", "5x1030", "3x1028", "2x4096", "2x4100"};
+  op.sizes = {"32768x768", "8192x4096", "16384x384:nobias"};
+  op.test_sizes = {"7x33", "70x100", "5x1030", "3x1028", "2x4096", "2x4100", "7x33:nobias", "70x100:nobias",
+                   "3x1028:nobias"};
   op.variants = [](Device& dev) { return variants_of(dev.kernels().layernorm_forward); };
   op.make = [](Device& dev, const std::string& size, uint64_t seed) -> std::unique_ptr<Problem> {
-    const std::vector<int> d = parse_rows("layernorm_forward", size);
-    return std::make_unique<LayernormForwardProblem>(dev, d[0], d[1], seed);
+    const Rows r = parse_rows("layernorm_forward", size);
+    return std::make_unique<LayernormForwardProblem>(dev, r.N, r.C, r.bias, seed);
   };
   return op;
 }
@@ -331,13 +367,16 @@ Op layernorm_forward_op() {
 Op layernorm_backward_op() {
   Op op;
   op.name = "layernorm_backward";
-  op.summary = "layernorm backward: global atomics per element vs warp per row with per-block shared sums";
-  op.sizes = {"32768x768", "8192x4096"};
-  op.test_sizes = {"7x33", "70x100", "5x1030", "3x6145"};
+  op.summary = "layernorm backward: global atomics per element vs warp per row with per-block shared sums vs "
+               "deterministic fixed-order column sums";
+  op.sizes = {"32768x768", "8192x4096", "16384x384:nobias"};
+  // (No "3x6145:nobias": v2's fallback at 6145 is v1, which runs without a bias at 7x33 and
+  // 70x100 itself; v3's 1024-thread blocks make 6145 columns the slowest size to emulate.)
+  op.test_sizes = {"7x33", "70x100", "5x1030", "3x6145", "7x33:nobias", "70x100:nobias"};
   op.variants = [](Device& dev) { return variants_of(dev.kernels().layernorm_backward); };
   op.make = [](Device& dev, const std::string& size, uint64_t seed) -> std::unique_ptr<Problem> {
-    const std::vector<int> d = parse_rows("layernorm_backward", size);
-    return std::make_unique<LayernormBackwardProblem>(dev, d[0], d[1], seed);
+    const Rows r = parse_rows("layernorm_backward", size);
+    return std::make_unique<LayernormBackwardProblem>(dev, r.N, r.C, r.bias, seed);
   };
   return op;
 }
@@ -346,12 +385,13 @@ Op residual_layernorm_op() {
   Op op;
   op.name = "residual_layernorm";
   op.summary = "residual add + layernorm: two kernels (24 B/element) vs one fused kernel (16 B/element)";
-  op.sizes = {"32768x768", "8192x4096"};
-  op.test_sizes = {"7x33", "70x100", "5x1030", "3x1028", "2x4096", "2x4100"};
+  op.sizes = {"32768x768", "8192x4096", "16384x384:nobias"};
+  op.test_sizes = {"7x33", "70x100", "5x1030", "3x1028", "2x4096", "2x4100", "7x33:nobias", "70x100:nobias",
+                   "3x1028:nobias"};
   op.variants = [](Device& dev) { return variants_of(dev.kernels().residual_layernorm); };
   op.make = [](Device& dev, const std::string& size, uint64_t seed) -> std::unique_ptr<Problem> {
-    const std::vector<int> d = parse_rows("residual_layernorm", size);
-    return std::make_unique<ResidualLayernormProblem>(dev, d[0], d[1], seed);
+    const Rows r = parse_rows("residual_layernorm", size);
+    return std::make_unique<ResidualLayernormProblem>(dev, r.N, r.C, r.bias, seed);
   };
   return op;
 }

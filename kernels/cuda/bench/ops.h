@@ -88,6 +88,9 @@ Op dropout_forward_op();
 Op crossentropy_loss_op();
 Op crossentropy_backward_op();
 Op sum_op();
+Op multiply_op();                // bench/gpt_ops.cpp: single-version ops, validated all the same
+Op add_op();
+Op scale_op();
 
 // ---- helpers the op descriptions share (kernels/cuda/bench/registry.cpp) -------------------
 
