@@ -33,8 +33,8 @@
 //     significant bits). __float2bfloat16 rounds to nearest, ties to even (CUDA's
 //     cvt.rn.bf16.f32), NaN stays a NaN. A product of two bf16 values has at most 16
 //     significant bits, so it is exact in fp32: mma_sync multiplies exactly and sums in
-//     fp32, in k order (the hardware's order inside one mma is its own: results may differ
-//     from a GPU's in the last bits of the fp32 sum, never by more).
+//     fp32, in k order (the hardware's order and rounding inside one mma are its own:
+//     results may differ from a GPU's in the low bits of the fp32 sum).
 // Not modelled: any other shape or precision (half, int8, fp64), accumulator loads, speed.
 #pragma once
 
@@ -47,7 +47,7 @@
 #include <type_traits>
 
 #if !defined(NNLAB_EMULATED)
-#error "kernels/cuda/emu/wmma.h is the emulator's; nvcc builds include <mma.h>"
+#error "kernels/cuda/emu/wmma.h is the emulator's; nvcc builds include <mma.h> and <cuda_bf16.h>"
 #endif
 
 // ---- BF16 (CUDA's <cuda_bf16.h>: global namespace) -------------------------------------------
