@@ -81,6 +81,8 @@ TEST_CASE("cuda emu: bias + gelu", "[cuda][emu-kernels]") { validate_op(kernels:
 TEST_CASE("cuda emu: cross-entropy", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "crossentropy"); }
 TEST_CASE("cuda emu: adamw", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "adamw"); }
 TEST_CASE("cuda emu: attention", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "attention"); }
+TEST_CASE("cuda emu: gemm", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "gemm"); }
+TEST_CASE("cuda emu: bias backward", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "bias_backward"); }
 
 TEST_CASE("cuda emu: encoder forward", "[cuda][emu-kernels]") {
   validate_single_op(kernels::cuda::emulator(), "encoder_forward");

@@ -1,6 +1,7 @@
-// The emulator's nvcuda::wmma subset (kernels/cuda/emu/wmma.h), which the TF32 matmul
-// (kernels/cuda/matmul.cu, v8) runs on: TF32 rounding, one 16x16x8 mma against a double
-// reference, both memory layouts, and a collective called from divergent code.
+// The emulator's nvcuda::wmma subset (kernels/cuda/emu/wmma.h), which the tensor-core
+// kernels (matmul v8, gemm v3: TF32; gemm v4: BF16) run on: TF32 and BF16 rounding, one
+// 16x16x8 TF32 and one 16x16x16 BF16 mma against double references, both memory layouts, a
+// collective called from divergent code, misaligned pointers and bad ldm.
 //
 // Compiled by the host compiler, so kernels/cuda/cuda.h gives the emulator and the kernels
 // below run on the CPU.
@@ -206,4 +207,138 @@ TEST_CASE("wmma emulation: a fragment pointer that is not 32-byte aligned is an 
     message = e.what();
   }
   CHECK_THAT(message, Catch::Matchers::Contains("misaligned_load") && Catch::Matchers::Contains("32-byte aligned"));
+}
+
+// ---- BF16 (gemm v4) ----------------------------------------------------------------------------
+
+namespace {
+
+uint16_t bf16_bits(float x) { return __float2bfloat16(x).bits; }
+
+// BF16 rounding written independently of the header: the nearest multiple of the bf16 ulp
+// at x's exponent (8 significant bits: 2^(e - 8)), ties to even (nearbyint in the default
+// rounding mode). Normal numbers only.
+double bf16_reference(float x) {
+  int e = 0;
+  std::frexp(static_cast<double>(x), &e);  // x = f * 2^e, 0.5 <= |f| < 1
+  const double ulp = std::ldexp(1.0, e - 1 - 7);
+  return std::nearbyint(static_cast<double>(x) / ulp) * ulp;
+}
+
+// D (16,16) = A (16,16) . B (16,16) + c0 in BF16 by one warp; A and B each read row-major
+// or column-major (the matrix stored transposed), D stored row-major.
+template <class LayoutA, class LayoutB>
+__global__ void one_bf16_mma(float* D, const __nv_bfloat16* A, const __nv_bfloat16* B, float c0) {
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, LayoutA> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, LayoutB> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, c0);
+  wmma::load_matrix_sync(a, A, 16);
+  wmma::load_matrix_sync(b, B, 16);
+  wmma::mma_sync(acc, a, b, acc);
+  wmma::store_matrix_sync(D, acc, 16, wmma::mem_row_major);
+}
+
+// A BF16 fragment whose ldm is a multiple of 16 bytes for floats (12) but not for bf16s.
+__global__ void bf16_bad_ldm(const __nv_bfloat16* A) {
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+  wmma::load_matrix_sync(a, A, 12);
+}
+
+}  // namespace
+
+TEST_CASE("wmma emulation: __float2bfloat16 rounds to nearest, ties to even", "[cuda][emu]") {
+  const float ulp = std::ldexp(1.0f, -7);  // bf16's ulp at 1
+  auto rt = [](float x) { return __bfloat162float(__float2bfloat16(x)); };  // round trip
+  CHECK(rt(1.0f) == 1.0f);
+  CHECK(rt(1.0f + ulp / 2) == 1.0f);                                  // a tie, 1.0 even: down
+  CHECK(rt(1.0f + 3 * ulp / 2) == 1.0f + 2 * ulp);                    // a tie, 1 + ulp odd: up
+  CHECK(rt(-(1.0f + 3 * ulp / 2)) == -(1.0f + 2 * ulp));
+  CHECK(rt(std::nextafter(1.0f + ulp / 2, 2.0f)) == 1.0f + ulp);      // just over half: up
+  CHECK(rt(std::nextafter(1.0f + 3 * ulp / 2, 0.0f)) == 1.0f + ulp);  // just under half: down
+  CHECK(rt(std::nextafter(2.0f, 0.0f)) == 2.0f);                      // carries into the exponent
+  CHECK(std::isinf(rt(FLT_MAX)));                                     // past bf16's largest
+  CHECK(std::isinf(rt(-INFINITY)));
+  CHECK(rt(-INFINITY) < 0.0f);
+  CHECK(std::isnan(rt(NAN)));
+  CHECK(std::isnan(rt(from_bits(0x7FFFFFFFu))));  // a NaN whose payload would carry into inf
+  CHECK(bf16_bits(0.0f) == 0u);
+  CHECK(bf16_bits(-0.0f) == 0x8000u);
+  // Random values land on the independent reference, and __bfloat162float is exact: the
+  // bits are the float's top half.
+  std::vector<float> xs(1000);
+  kernels::harness::fill_random(xs, 5, -1000.0f, 1000.0f);
+  for (float x : xs) {
+    const float r = rt(x);
+    CHECK((to_bits(r) & 0xFFFFu) == 0u);
+    CHECK(to_bits(r) >> 16 == bf16_bits(x));
+    CHECK(static_cast<double>(r) == bf16_reference(x));
+  }
+}
+
+TEST_CASE("wmma emulation: one 16x16x16 BF16 mma matches a double reference", "[cuda][emu]") {
+  std::vector<float> a(16 * 16), b(16 * 16);  // (16,16) row-major each
+  kernels::harness::fill_random(a, 11, -2.0f, 2.0f);
+  kernels::harness::fill_random(b, 12, -2.0f, 2.0f);
+  // The bf16 inputs as stored (row-major) and transposed (what a col_major load reads).
+  std::vector<__nv_bfloat16> ha(256), hat(256), hb(256), hbt(256);
+  for (size_t r = 0; r < 16; ++r) {
+    for (size_t c = 0; c < 16; ++c) {
+      ha[r * 16 + c] = hat[c * 16 + r] = __float2bfloat16(a[r * 16 + c]);
+      hb[r * 16 + c] = hbt[c * 16 + r] = __float2bfloat16(b[r * 16 + c]);
+    }
+  }
+  Buffer<__nv_bfloat16> da(dev(), ha), dat(dev(), hat), db(dev(), hb), dbt(dev(), hbt);
+  Buffer<float> d(dev(), 16 * 16);
+  const float c0 = -0.625f;
+  struct Case {
+    const char* what;
+    bool a_col_major, b_col_major;
+  };
+  const Case cases[] = {{"A row-major, B row-major", false, false},
+                        {"A col-major, B row-major", true, false},
+                        {"A row-major, B col-major", false, true},
+                        {"A col-major, B col-major", true, true}};
+  for (const Case& c : cases) {
+    INFO(c.what);
+    d.fill_bytes(0xFF);
+    const __nv_bfloat16* pa = c.a_col_major ? dat.data() : da.data();
+    const __nv_bfloat16* pb = c.b_col_major ? dbt.data() : db.data();
+    auto kernel = one_bf16_mma<wmma::row_major, wmma::row_major>;
+    if (c.a_col_major && !c.b_col_major) kernel = one_bf16_mma<wmma::col_major, wmma::row_major>;
+    if (!c.a_col_major && c.b_col_major) kernel = one_bf16_mma<wmma::row_major, wmma::col_major>;
+    if (c.a_col_major && c.b_col_major) kernel = one_bf16_mma<wmma::col_major, wmma::col_major>;
+    launch("one_bf16_mma", kernel, dim3(1), dim3(32), 0, d.data(), pa, pb, c0);
+    const std::vector<float> got = d.to_host();
+    double max_err = 0.0, max_vs_fp32 = 0.0;
+    for (size_t i = 0; i < 16; ++i) {
+      for (size_t j = 0; j < 16; ++j) {
+        double rounded = c0, plain = c0;
+        for (size_t k = 0; k < 16; ++k) {
+          rounded += bf16_reference(a[i * 16 + k]) * bf16_reference(b[k * 16 + j]);
+          plain += static_cast<double>(a[i * 16 + k]) * b[k * 16 + j];
+        }
+        const float g = got[i * 16 + j];
+        REQUIRE(std::isfinite(g));
+        max_err = std::max(max_err, std::fabs(g - rounded));
+        max_vs_fp32 = std::max(max_vs_fp32, std::fabs(g - plain));
+      }
+    }
+    // 16 products of bf16 values (exact in fp32: 8 x 8 significant bits) summed in fp32:
+    // a few ulps of sums of size ~4-8, so ~1e-6; the inputs' own rounding to 8 bits (relative
+    // error up to 2^-9 each) moves the result by ~1e-2 from the fp32 product, which must show.
+    CHECK(max_err < 1e-5);
+    CHECK(max_vs_fp32 > 1e-3);
+  }
+}
+
+TEST_CASE("wmma emulation: a BF16 fragment's ldm must be a multiple of 8 elements", "[cuda][emu]") {
+  Buffer<__nv_bfloat16> a(dev(), std::vector<__nv_bfloat16>(16 * 16, __float2bfloat16(1.0f)));
+  std::string message;
+  try {
+    launch("bf16_bad_ldm", bf16_bad_ldm, dim3(1), dim3(32), 0, a.data());
+  } catch (const kernels::cuda::Error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Matchers::Contains("bf16_bad_ldm") && Catch::Matchers::Contains("multiple of 8"));
 }

@@ -1,4 +1,4 @@
-// kernels/cuda/bench/cublas.cu: cuBLAS's SGEMM as the matmul ladder's peer
+// kernels/cuda/bench/cublas.cu: cuBLAS's SGEMM as the matmul ladder's and the gemm's peer
 // (kernels/cuda/bench/cublas.h). Compiled only when the build has nvcc; it calls the host
 // API alone, no kernels of its own.
 #include "kernels/cuda/bench/cublas.h"
@@ -62,6 +62,43 @@ void cublas_sgemm(float* C, const float* A, const float* B, int M, int N, int K,
   if (s != CUBLAS_STATUS_SUCCESS) {
     throw Error("cublasSgemm (M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                 (tf32 ? ", TF32" : ", fp32") + "): " + describe(s));
+  }
+}
+
+void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, const GemmArgs& args,
+                 const float* ones, CublasMath math) {
+  const Handle& h = the_handle();
+  if (h.created != CUBLAS_STATUS_SUCCESS) throw Error("cuBLAS: cublasCreate failed: " + describe(h.created));
+  const char* what = math == CublasMath::tf32 ? ", TF32" : math == CublasMath::bf16 ? ", BF16" : ", fp32";
+  auto fail = [&](const char* call, cublasStatus_t st) {
+    return Error(std::string(call) + " (M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" +
+                 std::to_string(K) + what + "): " + describe(st));
+  };
+  // The compute type alone says how to multiply: the math mode back to its default, in case
+  // cublas_sgemm left TF32 on (it would let CUBLAS_COMPUTE_32F use TF32 too).
+  cublasStatus_t s = cublasSetMathMode(h.handle, CUBLAS_DEFAULT_MATH);
+  if (s != CUBLAS_STATUS_SUCCESS) throw fail("cublasSetMathMode", s);
+  const cublasComputeType_t compute = math == CublasMath::tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : math == CublasMath::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                                 : CUBLAS_COMPUTE_32F;
+  // Column-major, as cublas_sgemm: row-major C (M,N) is column-major C^T (N,M), ld N, and
+  // C^T = op(B)^T . op(A)^T. Read column-major, B stored (K,N) is B^T (N,K), ld N: op(B)^T
+  // as it is (OP_N); B stored (N,K) with trans_b is (K,N) = op(B), ld K: OP_T gives
+  // op(B)^T. Likewise A stored (M,K) is A^T (K,M) = op(A)^T, ld K (OP_N); stored (K,M) with
+  // trans_a it reads as op(A) (M,K), ld M (OP_T).
+  const cublasOperation_t op_b = args.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = args.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = args.trans_b ? K : N;
+  const int lda = args.trans_a ? M : K;
+  const float alpha = 1.0f, beta = args.accumulate ? 1.0f : 0.0f;
+  s = cublasGemmEx(h.handle, op_b, op_a, N, M, K, &alpha, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F,
+                   N, compute, CUBLAS_GEMM_DEFAULT);
+  if (s != CUBLAS_STATUS_SUCCESS) throw fail("cublasGemmEx", s);
+  if (args.bias) {
+    // C^T (N,M) += bias (N) . ones (M)^T: every column of C^T (a row of C) gets the bias.
+    if (!ones) throw Error("cublas_gemm: a bias needs the ones vector");
+    s = cublasSger(h.handle, N, M, &alpha, args.bias, 1, ones, 1, C, N);
+    if (s != CUBLAS_STATUS_SUCCESS) throw fail("cublasSger", s);
   }
 }
 

@@ -1,5 +1,6 @@
-// kernels/cuda/bench/cublas.h: cuBLAS's SGEMM, the peer the matmul ladder is measured
-// against in the GPU bench (kernels/cuda/bench/matmul.cpp). Only the bench links cuBLAS:
+// kernels/cuda/bench/cublas.h: cuBLAS's SGEMM, the peer the matmul ladder and the GPT's gemm
+// are measured against in the GPU bench (kernels/cuda/bench/matmul.cpp, gemm.cpp). Only the
+// bench links cuBLAS:
 // the ladder, the lessons and the trainer never depend on it.
 //
 // cublas.cu implements it when the build has nvcc; cublas_none.cpp otherwise (available()
@@ -21,5 +22,17 @@ bool cublas_available(Device& dev, std::string* why);
 // (CUBLAS_TF32_TENSOR_OP_MATH, v8's peer); otherwise pure fp32 (CUBLAS_DEFAULT_MATH).
 // Throws kernels::cuda::Error when cuBLAS fails.
 void cublas_sgemm(float* C, const float* A, const float* B, int M, int N, int K, bool tf32);
+
+// How cublas_gemm multiplies fp32 matrices: pure fp32 (CUBLAS_COMPUTE_32F), or on tensor
+// cores with the inputs rounded to TF32 or to BF16 (CUBLAS_COMPUTE_32F_FAST_TF32 and
+// _FAST_16BF, compute capability 8.0), fp32 accumulate either way.
+enum class CublasMath { fp32, tf32, bf16 };
+
+// The GemmFn contract (kernels/cuda/device.h) with cuBLAS: C (M,N) = op(A) . op(B) + bias,
+// or C += that. cublasGemmEx makes the product (beta = 1 when accumulating), then
+// cublasSger adds the bias as the rank-1 update ones (M) . bias (N)^T: `ones` is M device
+// floats of 1.0, needed only with a bias. On the default stream; throws Error on failure.
+void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, const GemmArgs& args,
+                 const float* ones, CublasMath math);
 
 }  // namespace kernels::cuda::bench

@@ -13,4 +13,8 @@ void cublas_sgemm(float*, const float*, const float*, int, int, int, bool) {
   throw Error("cuBLAS: built without nvcc");
 }
 
+void cublas_gemm(float*, const float*, const float*, int, int, int, const GemmArgs&, const float*, CublasMath) {
+  throw Error("cuBLAS: built without nvcc");
+}
+
 }  // namespace kernels::cuda::bench

@@ -1,12 +1,18 @@
 // kernels/cuda/emu/wmma.h: the part of CUDA's <mma.h> (nvcuda::wmma, the warp-level
-// tensor-core API) that the TF32 matmul (kernels/cuda/matmul.cu, v8) uses, for the emulator.
-// Include after kernels/cuda/cuda.h, in emulated builds only; nvcc builds include <mma.h>.
+// tensor-core API) and <cuda_bf16.h> that the tensor-core kernels use (TF32: matmul v8, gemm
+// v3; BF16: gemm v4, kernels/cuda/gemm.cu), for the emulator. Include after
+// kernels/cuda/cuda.h, in emulated builds only; nvcc builds include <mma.h> and
+// <cuda_bf16.h>.
 //
-//   fragment<matrix_a,    16,16,8, precision::tf32, row_major | col_major>
-//   fragment<matrix_b,    16,16,8, precision::tf32, row_major | col_major>
-//   fragment<accumulator, 16,16,8, float>
+//   fragment<matrix_a,    16,16,8,  precision::tf32, row_major | col_major>
+//   fragment<matrix_b,    16,16,8,  precision::tf32, row_major | col_major>
+//   fragment<accumulator, 16,16,8,  float>
+//   fragment<matrix_a,    16,16,16, __nv_bfloat16,   row_major | col_major>
+//   fragment<matrix_b,    16,16,16, __nv_bfloat16,   row_major | col_major>
+//   fragment<accumulator, 16,16,16, float>
 //   fill_fragment, load_matrix_sync, mma_sync, store_matrix_sync (mem_row_major |
 //   mem_col_major), __float_to_tf32
+//   __nv_bfloat16, __float2bfloat16, __bfloat162float (global namespace, as in CUDA)
 //
 // The design, and why:
 //   - Which lane holds which element of a fragment is unspecified in CUDA (code may only
@@ -23,8 +29,13 @@
 //     mantissa). __float_to_tf32 rounds to nearest, ties away from zero (PTX cvt.rna.tf32);
 //     mma_sync reads only the top 19 bits of each input (truncation), as the hardware does
 //     with inputs that were not converted, and accumulates in fp32.
-// Not modelled: any other shape or precision (half, bf16, int8, fp64), accumulator loads,
-// speed.
+//   - BF16 is the top 16 bits of an fp32 (8-bit exponent, 7 stored mantissa bits, so 8
+//     significant bits). __float2bfloat16 rounds to nearest, ties to even (CUDA's
+//     cvt.rn.bf16.f32), NaN stays a NaN. A product of two bf16 values has at most 16
+//     significant bits, so it is exact in fp32: mma_sync multiplies exactly and sums in
+//     fp32, in k order (the hardware's order and rounding inside one mma are its own:
+//     results may differ from a GPU's in the low bits of the fp32 sum).
+// Not modelled: any other shape or precision (half, int8, fp64), accumulator loads, speed.
 #pragma once
 
 #include <cmath>
@@ -32,11 +43,39 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #if !defined(NNLAB_EMULATED)
-#error "kernels/cuda/emu/wmma.h is the emulator's; nvcc builds include <mma.h>"
+#error "kernels/cuda/emu/wmma.h is the emulator's; nvcc builds include <mma.h> and <cuda_bf16.h>"
 #endif
+
+// ---- BF16 (CUDA's <cuda_bf16.h>: global namespace) -------------------------------------------
+// The bits of the top half of an fp32. An aggregate: convert with the two functions below
+// (CUDA's type also converts implicitly; kernels here always say which rounding they mean).
+struct __nv_bfloat16 {
+  uint16_t bits;
+};
+
+// Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then drop the low
+// 16 bits. Exactly half of the dropped unit carries only when the kept part is odd. A
+// carry out of the mantissa bumps the exponent (the right answer), up to inf; inf stays
+// inf; a NaN becomes the quiet NaN 0x7FFF (adding could carry a NaN's payload into inf).
+inline __nv_bfloat16 __float2bfloat16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0) return {0x7FFF};
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return {static_cast<uint16_t>(u >> 16)};
+}
+
+// Exact: the bf16 bits become the top half of an fp32.
+inline float __bfloat162float(__nv_bfloat16 h) {
+  const uint32_t u = static_cast<uint32_t>(h.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 namespace nvcuda::wmma {
 
@@ -82,16 +121,19 @@ inline float __float_to_tf32(float in) {
 template <class Use, int M, int N, int K, class T, class Layout = void>
 class fragment;
 
-template <int Rows, int Cols>
+// T: the element type (CUDA's fragment::element_type): float for TF32 and the accumulator,
+// __nv_bfloat16 for BF16.
+template <int Rows, int Cols, class T = float>
 struct frag_tile {
+  using element_type = T;
   enum { rows = Rows, cols = Cols, num_elements = Rows * Cols };
-  float x[Rows * Cols];
-  float& at(int r, int c) { return x[r * Cols + c]; }
-  const float& at(int r, int c) const { return x[r * Cols + c]; }
+  T x[Rows * Cols];
+  T& at(int r, int c) { return x[r * Cols + c]; }
+  const T& at(int r, int c) const { return x[r * Cols + c]; }
 };
 
-// A is M x K = 16 x 8, B is K x N = 8 x 16, the accumulator M x N = 16 x 16. The Layout
-// of A and B says how load_matrix_sync reads memory, not how the fragment stores it.
+// TF32: A is M x K = 16 x 8, B is K x N = 8 x 16, the accumulator M x N = 16 x 16. The
+// Layout of A and B says how load_matrix_sync reads memory, not how the fragment stores it.
 template <class Layout>
 class fragment<matrix_a, 16, 16, 8, precision::tf32, Layout> : public frag_tile<16, 8> {};
 template <class Layout>
@@ -99,10 +141,36 @@ class fragment<matrix_b, 16, 16, 8, precision::tf32, Layout> : public frag_tile<
 template <>
 class fragment<accumulator, 16, 16, 8, float, void> : public frag_tile<16, 16> {};
 
+// BF16: A 16 x 16, B 16 x 16, accumulator 16 x 16 (a distinct type from TF32's, as in CUDA).
+template <class Layout>
+class fragment<matrix_a, 16, 16, 16, __nv_bfloat16, Layout> : public frag_tile<16, 16, __nv_bfloat16> {};
+template <class Layout>
+class fragment<matrix_b, 16, 16, 16, __nv_bfloat16, Layout> : public frag_tile<16, 16, __nv_bfloat16> {};
+template <>
+class fragment<accumulator, 16, 16, 16, float, void> : public frag_tile<16, 16> {};
+
 namespace detail {
 template <class L>
 constexpr bool is_row_major() {
   return std::is_same_v<L, row_major>;
+}
+// What load_matrix_sync reads for a fragment of precision T: TF32 fragments load floats.
+template <class T>
+struct storage {
+  using type = T;
+};
+template <>
+struct storage<precision::tf32> {
+  using type = float;
+};
+// CUDA's rule for loads and stores: ldm a multiple of 16 bytes, the pointer 32-byte aligned
+// (checked here, as on a GPU breaking it is silent garbage).
+template <class S>
+void check_ldm(const char* what, const S* p, unsigned ldm) {
+  if ((ldm * sizeof(S)) % 16 != 0 || reinterpret_cast<uintptr_t>(p) % 32 != 0) {
+    throw std::invalid_argument(std::string(what) + ": ldm must be a multiple of " + std::to_string(16 / sizeof(S)) +
+                                " elements (16 bytes) and the pointer 32-byte aligned");
+  }
 }
 // A warp-collective operation: every lane of the warp must call it, together.
 inline void collective(const char* what) { ::cudaemu::syncwarp(0xffffffffu, what); }
@@ -110,21 +178,23 @@ inline void collective(const char* what) { ::cudaemu::syncwarp(0xffffffffu, what
 
 // ---- the collective operations -------------------------------------------------------------
 
+// v has the fragment's element type (a float for TF32 and accumulators, an __nv_bfloat16 for
+// BF16), as in CUDA.
 template <class Use, int M, int N, int K, class T, class L>
-void fill_fragment(fragment<Use, M, N, K, T, L>& f, float v) {
+void fill_fragment(fragment<Use, M, N, K, T, L>& f, const typename fragment<Use, M, N, K, T, L>::element_type& v) {
   detail::collective("wmma::fill_fragment");
-  for (float& e : f.x) e = v;
+  for (auto& e : f.x) e = v;
 }
 
 // Loads A or B: element (r, c) of the tile is p[r * ldm + c] when row_major, p[c * ldm + r]
-// when col_major. ldm counts elements and must be a multiple of 4 (16 bytes); p must be
-// 32-byte aligned (CUDA's rule for both; checked here as on a GPU it is silent garbage).
-template <class Use, class L>
-void load_matrix_sync(fragment<Use, 16, 16, 8, precision::tf32, L>& f, const float* p, unsigned ldm) {
+// when col_major. ldm counts elements and must be a multiple of 16 bytes (4 floats, 8
+// bf16s); p must be 32-byte aligned (CUDA's rule for both; checked here as on a GPU it is
+// silent garbage).
+template <class Use, int K, class T, class L>
+void load_matrix_sync(fragment<Use, 16, 16, K, T, L>& f, const typename detail::storage<T>::type* p, unsigned ldm) {
+  static_assert(!std::is_same_v<Use, accumulator>, "accumulator loads are not modelled");
   detail::collective("wmma::load_matrix_sync");
-  if (ldm % 4 != 0 || reinterpret_cast<uintptr_t>(p) % 32 != 0) {
-    throw std::invalid_argument("wmma::load_matrix_sync: ldm must be a multiple of 4 and the pointer 32-byte aligned");
-  }
+  detail::check_ldm("wmma::load_matrix_sync", p, ldm);
   for (int r = 0; r < f.rows; ++r) {
     for (int c = 0; c < f.cols; ++c) {
       const size_t at = detail::is_row_major<L>() ? static_cast<size_t>(r) * ldm + c : static_cast<size_t>(c) * ldm + r;
@@ -135,12 +205,10 @@ void load_matrix_sync(fragment<Use, 16, 16, 8, precision::tf32, L>& f, const flo
 
 // Stores the accumulator: element (r, c) to p[r * ldm + c] (mem_row_major) or
 // p[c * ldm + r] (mem_col_major). Every lane writes the same values.
-inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 8, float>& f, unsigned ldm,
-                              layout_t layout) {
+template <int K>
+void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, K, float>& f, unsigned ldm, layout_t layout) {
   detail::collective("wmma::store_matrix_sync");
-  if (ldm % 4 != 0 || reinterpret_cast<uintptr_t>(p) % 32 != 0) {
-    throw std::invalid_argument("wmma::store_matrix_sync: ldm must be a multiple of 4 and the pointer 32-byte aligned");
-  }
+  detail::check_ldm("wmma::store_matrix_sync", p, ldm);
   for (int r = 0; r < 16; ++r) {
     for (int c = 0; c < 16; ++c) {
       const size_t at = layout == mem_row_major ? static_cast<size_t>(r) * ldm + c : static_cast<size_t>(c) * ldm + r;
@@ -163,6 +231,24 @@ void mma_sync(fragment<accumulator, 16, 16, 8, float>& d, const fragment<matrix_
       for (int k = 0; k < 8; ++k) {
         sum = std::fma(detail::truncate_tf32(a.at(i, k)), detail::truncate_tf32(b.at(k, j)), sum);
       }
+      out.at(i, j) = sum;
+    }
+  }
+  d = out;
+}
+
+// d = a . b + c: d (16,16) = a (16,16) . b (16,16) + c (16,16), BF16 inputs. Each product is
+// exact in fp32 (8 x 8 significant bits), so the fma adds it to the fp32 sum unrounded.
+template <class LA, class LB>
+void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, __nv_bfloat16, LA>& a,
+              const fragment<matrix_b, 16, 16, 16, __nv_bfloat16, LB>& b,
+              const fragment<accumulator, 16, 16, 16, float>& c) {
+  detail::collective("wmma::mma_sync");
+  fragment<accumulator, 16, 16, 16, float> out;
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      float sum = c.at(i, j);
+      for (int k = 0; k < 16; ++k) sum = std::fma(__bfloat162float(a.at(i, k)), __bfloat162float(b.at(k, j)), sum);
       out.at(i, j) = sum;
     }
   }
