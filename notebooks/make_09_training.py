@@ -156,8 +156,9 @@ record_md = '''## 3. Recorded GPU runs
 
 `bash scripts/gpu_gpt.sh`, on a machine with an NVIDIA GPU, trains and benchmarks nanoGPT's
 Shakespeare GPU config (`L=6 NH=6 C=384 T=256 B=64`) with our kernels and with PyTorch (eager
-and `torch.compile`) on the same GPU, into `docs/benchmarks/gpt-cuda-<gpu>.json` and `.md`. Every
-such record in the tree is plotted here.'''
+and `torch.compile`) on the same GPU, into `docs/benchmarks/gpt-cuda-<gpu>.json` and `.md`, then
+trains it for 5000 steps at bf16 and fp32 (logs in `out/gpu-gpt/<precision>/`). Every such record
+in the tree is plotted here.'''
 
 record_cell = '''def tokens_per_step(rec):
     c = rec.get("config", {})
@@ -205,6 +206,31 @@ if not shown:
     print("`bash scripts/gpu_gpt.sh` on a machine with an NVIDIA GPU writes one: our kernels vs")
     print("PyTorch eager and torch.compile, tokens/s and MFU. Until then no GPU speed is known.")'''
 
+train_logs_cell = '''# The 5000-step runs of scripts/gpu_gpt.sh (out/gpu-gpt/<precision>/log.jsonl; the table is in
+# docs/benchmarks/gpt-cuda-train-<gpu>.md). nanoGPT reaches a best val loss of 1.4697 on an A100.
+logs = sorted(glob.glob(os.path.join(src, "out", "gpu-gpt", "*", "log.jsonl")))
+if logs:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for i, path in enumerate(logs):
+        prec = os.path.basename(os.path.dirname(path))
+        log = read_jsonl(path)
+        tr = [r for r in log if r["split"] == "train"]
+        ev = [r for r in log if r["split"] == "eval" and r["step"] > 0]
+        axes[0].plot([r["step"] for r in tr], [r["loss"] for r in tr], color=f"C{i}", lw=0.5, alpha=0.4)
+        axes[0].plot([r["step"] for r in ev], [r["val_loss"] for r in ev], "o-", color=f"C{i}", ms=3, label=f"{prec}: val")
+        axes[1].plot([r["step"] for r in tr], [r["tok_s"] for r in tr], color=f"C{i}", lw=0.8, label=prec)
+        best = min((r["val_loss"] for r in ev), default=float("nan"))
+        print(f"{prec:6s} {len(tr)} steps, best val loss {best:.4f}, median {np.median([r['tok_s'] for r in tr]):,.0f} tokens/s, "
+              f"median MFU {100 * np.median([r['mfu'] for r in tr]):.1f}%")
+    axes[0].axhline(1.4697, color="k", ls=":", lw=1, label="nanoGPT (A100)")
+    axes[0].set_ylim(top=3.0); axes[0].set_xlabel("step"); axes[0].set_ylabel("loss"); axes[0].legend(fontsize=8)
+    axes[1].set_xlabel("step"); axes[1].set_ylabel("tokens/s"); axes[1].legend(fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    plt.tight_layout(); plt.show()
+else:
+    print("No GPU training run here (out/gpu-gpt/<precision>/log.jsonl, written by `bash scripts/gpu_gpt.sh`).")'''
+
 nb = new_notebook()
 nb.cells = [
 md('''# Lesson 09, part 2: a training step on the GPU
@@ -239,6 +265,7 @@ md(speed_md),
 code(speed_cell),
 md(record_md),
 code(record_cell),
+code(train_logs_cell),
 md('''## Questions
 
 1. The fp32 curves agree to about 1e-6 at first. Why does the difference grow over the steps,
