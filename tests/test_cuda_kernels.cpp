@@ -55,6 +55,9 @@ TEST_CASE("cuda emu: bias + gelu", "[cuda][emu-kernels]") { validate_op(kernels:
 TEST_CASE("cuda emu: cross-entropy", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "crossentropy"); }
 TEST_CASE("cuda emu: adamw", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "adamw"); }
 TEST_CASE("cuda emu: attention", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "attention"); }
+TEST_CASE("cuda emu: attention backward", "[cuda][emu-kernels]") {
+  validate_op(kernels::cuda::emulator(), "attention_backward");
+}
 
 TEST_CASE("cuda gpu: every op's versions on the GPU", "[cuda][device]") {
   std::string why;

@@ -13,6 +13,7 @@ const std::vector<Op>& ops() {
       matmul_op(),        cos2_op(),     softmax_op(),         layernorm_forward_op(),
       layernorm_backward_op(), residual_layernorm_op(), gelu_op(), bias_gelu_op(),
       crossentropy_op(),  adamw_op(),    attention_op(),
+      attention_backward_op(),
   };
   return all;
 }
