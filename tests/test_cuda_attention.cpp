@@ -1,14 +1,18 @@
 // The CUDA attention ladder beyond "every version matches the reference"
 // (tests/test_cuda_kernels.cpp does that): the fused version's O(T) memory against the
-// unfused versions' O(T^2), and the versions agreeing with each other at sizes that are not
-// multiples of any tile. All on the emulator.
+// unfused versions' O(T^2), the versions agreeing with each other at sizes that are not
+// multiples of any tile, and every backward version fed the probabilities an unfused
+// forward left in its workspace (the GPT trainer's chain). All on the emulator.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/bench/ops.h"
 #include "kernels/cuda/device.h"
+#include "nn/attention.h"
 
 namespace kc = kernels::cuda;
 namespace cb = kernels::cuda::bench;
@@ -123,4 +127,56 @@ TEST_CASE("cuda emu: attention fused version refuses a head size over 128", "[cu
   kc::Buffer<float> qkv(dev, 4 * 3 * 132), out(dev, 4 * 132);
   CHECK_THROWS_WITH(versions[fused].run(out.data(), nullptr, qkv.data(), 1, 4, 132, 1),
                     Catch::Contains("head size") && Catch::Contains("132"));
+}
+
+// The GPT trainer's chain: an unfused forward (v1, v2) leaves the probabilities in its
+// workspace, which goes straight to every backward version as att. dqkv is compared with
+// nn::attention_forward / nn::attention_backward in double on the same qkv and dout.
+TEST_CASE("cuda emu: attention backward from the forward's workspace", "[cuda][emu-kernels]") {
+  kc::Device& dev = kc::emulator();
+  const int B = 2, T = 35, C = 24, NH = 2;  // hs = 12; T: one full tile of 32 and a partial one
+  const size_t n_qkv = static_cast<size_t>(B) * T * 3 * C;
+  std::vector<float> qkv_host, dout_host;
+  const kc::Buffer<float> qkv = cb::random_buffer(dev, n_qkv, 21, -3.0f, 3.0f, &qkv_host);
+  const kc::Buffer<float> dout = cb::random_buffer(dev, static_cast<size_t>(B) * T * C, 22, -1.0f, 1.0f, &dout_host);
+
+  // the reference, in double
+  const std::vector<double> qkv_d(qkv_host.begin(), qkv_host.end());
+  const std::vector<double> dout_d(dout_host.begin(), dout_host.end());
+  const size_t n_att = static_cast<size_t>(B) * NH * T * T;
+  std::vector<double> out_d(static_cast<size_t>(B) * T * C), preatt(n_att), att(n_att), datt(n_att), dpreatt(n_att);
+  std::vector<double> want(n_qkv);
+  nn::attention_forward(out_d.data(), preatt.data(), att.data(), qkv_d.data(), B, T, C, NH);
+  nn::attention_backward(want.data(), dpreatt.data(), datt.data(), dout_d.data(), qkv_d.data(), att.data(), B, T, C,
+                         NH);
+  double max_want = 0.0;
+  for (const double w : want) max_want = std::max(max_want, std::fabs(w));
+
+  const auto& forward = dev.kernels().attention;
+  const auto& backward = dev.kernels().attention_backward;
+  REQUIRE(backward.size() >= 2);
+  for (size_t f = 0; f < forward.size(); ++f) {
+    if (!forward[f].workspace || forward[f].workspace(B, T, C, NH) == 0) continue;  // the fused one keeps no att
+    const size_t ws_bytes = forward[f].workspace(B, T, C, NH);
+    REQUIRE(ws_bytes >= n_att * sizeof(float));
+    kc::Buffer<float> att_ws(dev, ws_bytes / sizeof(float)), out(dev, static_cast<size_t>(B) * T * C);
+    att_ws.fill_bytes(0xFF);  // above the diagonal it stays NaN: the backward must not read it
+    forward[f].run(out.data(), att_ws.data(), qkv.data(), B, T, C, NH);
+    for (size_t v = 0; v < backward.size(); ++v) {
+      INFO("forward " << forward[f].info.id << " then backward " << backward[v].info.id);
+      const size_t bw_bytes = backward[v].workspace ? backward[v].workspace(B, T, C, NH) : 0;
+      kc::Buffer<float> scratch;
+      if (bw_bytes) scratch = kc::Buffer<float>(dev, bw_bytes / sizeof(float));
+      kc::Buffer<float> dqkv(dev, n_qkv);
+      dqkv.fill_bytes(0xFF);
+      backward[v].run(dqkv.data(), bw_bytes ? scratch.data() : nullptr, dout.data(), qkv.data(), att_ws.data(), B, T,
+                      C, NH);
+      dev.synchronize();
+      // the forward's probabilities carry their own float rounding here: a little looser
+      // than the bench's backward-only tolerance
+      const kernels::harness::Check c = kernels::harness::compare("dqkv", dqkv.to_host(), want, {2e-5 * max_want, 1e-4});
+      INFO(c.report);
+      CHECK(c.ok());
+    }
+  }
 }

@@ -104,6 +104,9 @@ TEST_CASE("cuda emu: cross-entropy backward", "[cuda][emu-kernels]") {
   validate_single_op(kernels::cuda::emulator(), "crossentropy_backward");
 }
 TEST_CASE("cuda emu: sum", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "sum"); }
+TEST_CASE("cuda emu: attention backward", "[cuda][emu-kernels]") {
+  validate_op(kernels::cuda::emulator(), "attention_backward");
+}
 
 TEST_CASE("cuda gpu: every op's versions on the GPU", "[cuda][device]") {
   std::string why;

@@ -25,12 +25,44 @@
 //                       per tile): the T^2 matrix never exists, O(T) memory, no workspace;
 //                       traffic is reading qkv and writing out
 //
+// What the unfused versions leave behind: after v1 or v2 returns, their workspace holds the
+// softmax PROBABILITIES p[b,h,t,t2] (the scores were overwritten in place by the softmax
+// kernel, and P.V only reads them), row (b,h,t) at ((b*NH + h)*T + t)*T, entries t2 <= t;
+// entries t2 > t are never written. The GPT trainer passes its per-layer att buffer as the
+// workspace and hands it to the backward below (the bench's validate checks these
+// probabilities against the reference too). v3 keeps none: a backward after it would have
+// to recompute them.
+//
+// The backward (nn::attention_backward), per (b, h), with att the probabilities above:
+//
+//   datt[t,t2]    = dout_t . v_t2                                   t2 <= t
+//   dpreatt[t,t2] = att[t,t2] (datt[t,t2] - sum_j att[t,j] datt[t,j])   (the softmax's Jacobian)
+//   dq_t  = scale sum_{t2 <= t} dpreatt[t,t2] k_t2      dQ = dP . K * scale
+//   dk_t2 = scale sum_{t >= t2} dpreatt[t,t2] q_t       dK = dP^T . Q * scale
+//   dv_t2 =       sum_{t >= t2} att[t,t2] dout_t        dV = P^T . dOut
+//
+// four products per head (dOut.V^T, dP.K, dP^T.Q, P^T.dOut), each half the work of a
+// full one (the causal triangle), and a row reduction between the first and the others.
+// dqkv (B,T,3C) is assigned: every element written once, by one thread, summed in a fixed
+// order (no atomics: the same bits every run). Both versions keep datt, then dpreatt in
+// place, in a (B,NH,T,T) workspace (O(T^2) scratch, entries t2 <= t):
+//
+//   backward v1 naive   a thread per datt entry (a dot of hs); a thread per row for the
+//                       softmax backward; a thread per dqkv element walking its t2 (dq) or
+//                       t (dk, dv) range in order: dk and dv read a column of dP / P, T
+//                       floats apart from one t to the next
+//   backward v2 tiled   the four products in 32x32 shared-memory tiles, tiles above the
+//                       diagonal skipped (dK and dV walk the query tiles from the diagonal
+//                       down, reading dP / P tiles transposed out of shared memory); one
+//                       warp per softmax-backward row (coalesced, a warp_sum for the dot)
+//
 // Speeds: not yet measured on a GPU.
 #include <cfloat>
 #include <cmath>
 #include <string>
 
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"  // warp_sum
 #include "kernels/cuda/ops.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
@@ -48,7 +80,9 @@ void check_attention_sizes(const char* version, int B, int T, int C, int NH) {
 
 // The unfused versions keep the scores, then the probabilities, of every (b, h) in a
 // (B,NH,T,T) workspace: row (b,h,t) starts at ((b*NH + h)*T + t)*T. Only entries t2 <= t
-// are written or read; the rest is never touched (a GPU would not clear it either).
+// are written or read; the rest is never touched (a GPU would not clear it either). When
+// they return it holds the probabilities: the backward's att. The backward versions use the
+// same size for datt / dpreatt.
 size_t scores_workspace(int B, int T, int /*C*/, int NH) {
   return static_cast<size_t>(B) * static_cast<size_t>(NH) * static_cast<size_t>(T) * static_cast<size_t>(T) *
          sizeof(float);
@@ -188,11 +222,6 @@ __global__ void scores_tiled_kernel(float* att, const float* qkv, int T, int C, 
 
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 
@@ -388,6 +417,262 @@ void attention_v3(float* out, float* /*workspace: none*/, const float* qkv, int 
   }
 }
 
+// ==== the backward ==========================================================================
+
+void check_backward_workspace(const char* version, const float* workspace) {
+  if (!workspace) {
+    throw Error(std::string("attention backward ") + version +
+                ": needs a workspace of B*NH*T*T floats for datt / dpreatt (Version::workspace says how many "
+                "bytes), got nullptr");
+  }
+}
+
+// ---- backward v1: naive ------------------------------------------------------------------
+
+// datt[b,h,t,t2] = dout_t . v_t2 for t2 <= t. Grid (ceil(T*T / block), B*NH): one thread per
+// entry of head (b,h)'s (T,T) matrix, as the forward's scores_naive_kernel.
+__global__ void datt_naive_kernel(float* datt, const float* dout, const float* qkv, int T, int C, int NH) {
+  const int bh = static_cast<int>(blockIdx.y);
+  const int b = bh / NH;
+  const int h = bh % NH;
+  const int hs = C / NH;
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;  // t*T + t2
+  if (i >= static_cast<long long>(T) * T) return;
+  const int t = static_cast<int>(i / T);
+  const int t2 = static_cast<int>(i % T);
+  if (t2 > t) return;  // masked: nothing downstream reads it
+  const float* g = dout + (static_cast<size_t>(b) * T + t) * C + h * hs;                // dout_t of head h
+  const float* v = qkv + (static_cast<size_t>(b) * T + t2) * 3 * C + 2 * C + h * hs;   // v_t2: +2C
+  float dot = 0.0f;
+  for (int d = 0; d < hs; ++d) dot += g[d] * v[d];
+  datt[score_row(bh, t, T) + t2] = dot;
+}
+
+// In place, row (b,h,t): d[t2] = p[t2] (d[t2] - sum_{j <= t} p[j] d[j]), t2 <= t (datt
+// becomes dpreatt). One thread per row, two walks along it.
+__global__ void softmax_backward_naive_kernel(float* d, const float* att, int rows, int T) {
+  const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // b*NH*T + h*T + t
+  if (row >= rows) return;
+  const int t = row % T;
+  const float* p = att + static_cast<size_t>(row) * T;
+  float* g = d + static_cast<size_t>(row) * T;
+  float weighted = 0.0f;  // sum_j p[j] datt[j]
+  for (int t2 = 0; t2 <= t; ++t2) weighted += p[t2] * g[t2];
+  for (int t2 = 0; t2 <= t; ++t2) g[t2] = p[t2] * (g[t2] - weighted);
+}
+
+// One thread per element of dqkv (B,T,3C): which third of the row it is in says which sum:
+//   q part: dq_t[d]  = scale sum_{t2 = 0..t}   dp[t][t2] k_t2[d]   (a row of dP)
+//   k part: dk_t[d]  = scale sum_{t3 = t..T-1} dp[t3][t] q_t3[d]   (a column of dP)
+//   v part: dv_t[d]  =       sum_{t3 = t..T-1} p[t3][t]  dout_t3[d] (a column of P)
+// Each sum in increasing order; written once (assigned).
+__global__ void dqkv_naive_kernel(float* dqkv, const float* dp, const float* att, const float* dout,
+                                  const float* qkv, int B, int T, int C, int NH, float scale) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;  // (b*T + t)*3C + j
+  if (i >= static_cast<long long>(B) * T * 3 * C) return;
+  const int hs = C / NH;
+  const int bt = static_cast<int>(i / (3 * C));
+  const int b = bt / T;
+  const int t = bt % T;
+  const int j = static_cast<int>(i % (3 * C));
+  const int part = j / C;  // 0: q, 1: k, 2: v
+  const int h = (j % C) / hs;
+  const int d = (j % C) % hs;
+  const int bh = b * NH + h;
+  const size_t C3 = 3 * static_cast<size_t>(C);
+  const float* head = qkv + static_cast<size_t>(b) * T * C3 + h * hs + d;  // q_0[d] of head h; +C: k, +2C: v
+  float acc = 0.0f;
+  if (part == 0) {
+    const float* row = dp + score_row(bh, t, T);
+    for (int t2 = 0; t2 <= t; ++t2) acc += row[t2] * head[static_cast<size_t>(t2) * C3 + C];
+    acc *= scale;
+  } else if (part == 1) {
+    for (int t3 = t; t3 < T; ++t3) acc += dp[score_row(bh, t3, T) + t] * head[static_cast<size_t>(t3) * C3];
+    acc *= scale;
+  } else {
+    const float* g = dout + static_cast<size_t>(b) * T * C + h * hs + d;  // dout_0[d] of head h
+    for (int t3 = t; t3 < T; ++t3) acc += att[score_row(bh, t3, T) + t] * g[static_cast<size_t>(t3) * C];
+  }
+  dqkv[i] = acc;
+}
+
+void attention_backward_v1(float* dqkv, float* workspace, const float* dout, const float* qkv, const float* att,
+                           int B, int T, int C, int NH) {
+  check_attention_sizes("backward v1", B, T, C, NH);
+  check_backward_workspace("v1", workspace);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(C / NH));
+  const int block = 256;
+  const long long entries = static_cast<long long>(T) * T;
+  launch("datt_naive_kernel", datt_naive_kernel,
+         dim3(static_cast<unsigned>((entries + block - 1) / block), static_cast<unsigned>(B * NH)), dim3(block), 0,
+         workspace, dout, qkv, T, C, NH);
+  const int rows = B * NH * T;
+  launch("softmax_backward_naive_kernel", softmax_backward_naive_kernel, dim3(ceil_div(rows, block)), dim3(block),
+         0, workspace, att, rows, T);
+  const long long outputs = static_cast<long long>(B) * T * 3 * C;
+  launch("dqkv_naive_kernel", dqkv_naive_kernel, dim3(static_cast<unsigned>((outputs + block - 1) / block)),
+         dim3(block), 0, dqkv, static_cast<const float*>(workspace), att, dout, qkv, B, T, C, NH, scale);
+}
+
+// ---- backward v2: shared-memory tiles ----------------------------------------------------
+//
+// Three tiled kernels serve the four products. Each works on one head (b,h) = blockIdx.z
+// and takes its row vectors as (base pointer, row stride): row t of head h of x is
+// x + (b*T + t)*ld + h*hs, so q, k, v (stride 3C, bases qkv, qkv + C, qkv + 2C), dout
+// (stride C) and the parts of dqkv are all the same kind of operand. M is a (B,NH,T,T)
+// matrix (att or the workspace) of which only the lower triangle t2 <= t is read.
+//
+//   lower_abt_tiled_kernel    S[t][t2]  = a_t . b_t2              t2 <= t    datt = dOut.V^T
+//   lower_times_tiled_kernel  out_t     = alpha sum_{t2<=t} M[t][t2] x_t2    dQ = dP.K scale
+//   lower_t_times_tiled_kernel out_t2   = alpha sum_{t>=t2} M[t][t2] x_t     dK = dP^T.Q scale,
+//                                                                             dV = P^T.dOut
+// Block (32, 32) = one thread per output entry of a 32x32 tile; every operand goes through
+// a 32x32 shared tile (+1 column: no bank conflicts when a warp reads down a column).
+
+// Row t of head (b,h) of an operand with row stride ld.
+__device__ __forceinline__ size_t head_row(int b, int h, int t, int T, int ld, int hs) {
+  return (static_cast<size_t>(b) * static_cast<size_t>(T) + static_cast<size_t>(t)) * static_cast<size_t>(ld) +
+         static_cast<size_t>(h) * static_cast<size_t>(hs);
+}
+
+// S (T,T) = A (T,hs) . B^T (hs,T), lower triangle. Grid (T/32 column tiles, T/32 row
+// tiles, B*NH); block (32 columns t2, 32 rows t). The forward's scores_tiled_kernel with
+// general operands and no scale.
+__global__ void lower_abt_tiled_kernel(float* S, const float* a, int lda, const float* bm, int ldb, int T, int C,
+                                       int NH) {
+  __shared__ float As[kTile][kTile + 1];  // (32 rows t, 32 channels)
+  __shared__ float Bs[kTile][kTile + 1];  // (32 rows t2, 32 channels)
+  const int bh = static_cast<int>(blockIdx.z);
+  const int b = bh / NH;
+  const int h = bh % NH;
+  const int hs = C / NH;
+  const int r0 = static_cast<int>(blockIdx.y) * kTile;  // first row t of the tile
+  const int s0 = static_cast<int>(blockIdx.x) * kTile;  // first column t2 of the tile
+  if (s0 > r0) return;  // above the diagonal: the whole block leaves together
+  const int tx = static_cast<int>(threadIdx.x);  // column t2 within the tile (channel, when loading)
+  const int ty = static_cast<int>(threadIdx.y);  // row t within the tile (and row t2, when loading B)
+  const int t = r0 + ty;
+  const int t2 = s0 + tx;
+  float acc = 0.0f;
+  for (int c0 = 0; c0 < hs; c0 += kTile) {  // channel slabs of 32
+    const int c = c0 + tx;
+    As[ty][tx] = (t < T && c < hs) ? a[head_row(b, h, t, T, lda, hs) + c] : 0.0f;                   // (r0+ty, c0+tx)
+    Bs[ty][tx] = (s0 + ty < T && c < hs) ? bm[head_row(b, h, s0 + ty, T, ldb, hs) + c] : 0.0f;    // (s0+ty, c0+tx)
+    __syncthreads();
+    for (int j = 0; j < kTile; ++j) acc += As[ty][j] * Bs[tx][j];  // a_t . b_t2 over this slab
+    __syncthreads();
+  }
+  if (t < T && t2 <= t) S[score_row(bh, t, T) + t2] = acc;
+}
+
+// out (T,hs) = alpha M (T,T) . X (T,hs), M lower triangular: the column tiles of M (key
+// tiles) from 0 up to the diagonal. Grid (ceil(hs/32) channel tiles, T/32 row tiles,
+// B*NH); block (32 channels, 32 rows t). The forward's pv_tiled_kernel, generalised.
+__global__ void lower_times_tiled_kernel(float* out, int ldo, const float* M, const float* x, int ldx, int T, int C,
+                                         int NH, float alpha) {
+  __shared__ float Ms[kTile][kTile + 1];  // (32 rows t, 32 columns t2)
+  __shared__ float Xs[kTile][kTile + 1];  // (32 rows t2, 32 channels)
+  const int bh = static_cast<int>(blockIdx.z);
+  const int b = bh / NH;
+  const int h = bh % NH;
+  const int hs = C / NH;
+  const int c0 = static_cast<int>(blockIdx.x) * kTile;  // first channel of the tile
+  const int r0 = static_cast<int>(blockIdx.y) * kTile;  // first row t of the tile
+  const int tx = static_cast<int>(threadIdx.x);          // channel (and column t2, when loading M)
+  const int ty = static_cast<int>(threadIdx.y);          // row t (and row t2, when loading X)
+  const int t = r0 + ty;
+  const int c = c0 + tx;
+  float acc = 0.0f;
+  for (int s0 = 0; s0 <= r0 && s0 < T; s0 += kTile) {  // column tiles up to the diagonal tile
+    const int t2 = s0 + tx;
+    // Above the diagonal M holds anything (NaN in the tests): masked here, never read.
+    Ms[ty][tx] = (t < T && t2 <= t) ? M[score_row(bh, t, T) + t2] : 0.0f;                           // (r0+ty, s0+tx)
+    Xs[ty][tx] = (s0 + ty < T && c < hs) ? x[head_row(b, h, s0 + ty, T, ldx, hs) + c] : 0.0f;     // (s0+ty, c0+tx)
+    __syncthreads();
+    for (int j = 0; j < kTile; ++j) acc += Ms[ty][j] * Xs[j][tx];  // sum_t2 M[t][t2] x_t2[c]
+    __syncthreads();
+  }
+  if (t < T && c < hs) out[head_row(b, h, t, T, ldo, hs) + c] = alpha * acc;
+}
+
+// out (T,hs) = alpha M^T (T,T) . X (T,hs), M lower triangular: out row t2 sums over the
+// rows t >= t2 of M, so a block walks the row tiles of M from its diagonal tile down to T.
+// The plain loop it replaces, for one output entry (t2, c):
+//     for (t = t2; t < T; ++t) acc += M[t][t2] * x_t[c];
+// M's tile is loaded as stored (a warp reads 32 consecutive t2 of one row t: coalesced)
+// and read transposed from shared memory (Ms[j][ty]: one address per warp, a broadcast).
+// Grid (ceil(hs/32) channel tiles, T/32 tiles of t2, B*NH); block (32 channels, 32 rows t2).
+__global__ void lower_t_times_tiled_kernel(float* out, int ldo, const float* M, const float* x, int ldx, int T,
+                                           int C, int NH, float alpha) {
+  __shared__ float Ms[kTile][kTile + 1];  // (32 rows t, 32 columns t2)
+  __shared__ float Xs[kTile][kTile + 1];  // (32 rows t, 32 channels)
+  const int bh = static_cast<int>(blockIdx.z);
+  const int b = bh / NH;
+  const int h = bh % NH;
+  const int hs = C / NH;
+  const int c0 = static_cast<int>(blockIdx.x) * kTile;  // first channel of the tile
+  const int s0 = static_cast<int>(blockIdx.y) * kTile;  // first output row t2 of the tile
+  const int tx = static_cast<int>(threadIdx.x);          // channel (and column t2, when loading M)
+  const int ty = static_cast<int>(threadIdx.y);          // output row t2 (and row t, when loading)
+  const int t2 = s0 + ty;
+  const int c = c0 + tx;
+  float acc = 0.0f;
+  for (int r0 = s0; r0 < T; r0 += kTile) {  // row tiles from the diagonal tile down
+    const int t = r0 + ty;
+    Ms[ty][tx] = (t < T && s0 + tx <= t) ? M[score_row(bh, t, T) + s0 + tx] : 0.0f;  // (r0+ty, s0+tx)
+    Xs[ty][tx] = (t < T && c < hs) ? x[head_row(b, h, t, T, ldx, hs) + c] : 0.0f;    // (r0+ty, c0+tx)
+    __syncthreads();
+    for (int j = 0; j < kTile; ++j) acc += Ms[j][ty] * Xs[j][tx];  // sum_t M[t][t2] x_t[c]
+    __syncthreads();
+  }
+  if (t2 < T && c < hs) out[head_row(b, h, t2, T, ldo, hs) + c] = alpha * acc;
+}
+
+// softmax_backward_naive_kernel with one warp per row: lanes walk the row 32 entries apart
+// (coalesced), the dot sum_j p[j] d[j] is combined with warp_sum. Block 256 = 8 rows.
+__global__ void softmax_backward_warp_kernel(float* d, const float* att, int rows, int T) {
+  const int row = static_cast<int>(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (row >= rows) return;  // the whole warp leaves: its shuffles are never reached
+  const int t = row % T;
+  const float* p = att + static_cast<size_t>(row) * T;
+  float* g = d + static_cast<size_t>(row) * T;
+  float weighted = 0.0f;
+  for (int t2 = lane; t2 <= t; t2 += 32) weighted += p[t2] * g[t2];
+  weighted = warp_sum(weighted);  // every lane: sum_j p[j] datt[j]
+  for (int t2 = lane; t2 <= t; t2 += 32) g[t2] = p[t2] * (g[t2] - weighted);
+}
+
+void attention_backward_v2(float* dqkv, float* workspace, const float* dout, const float* qkv, const float* att,
+                           int B, int T, int C, int NH) {
+  check_attention_sizes("backward v2", B, T, C, NH);
+  check_backward_workspace("v2", workspace);
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const int C3 = 3 * C;
+  const int tiles = ceil_div(T, kTile);
+  const int channel_tiles = ceil_div(hs, kTile);
+  const auto heads = static_cast<unsigned>(B * NH);
+  const dim3 block(kTile, kTile);
+  // datt = dOut . V^T (lower triangle) into the workspace
+  launch("lower_abt_tiled_kernel", lower_abt_tiled_kernel, dim3(tiles, tiles, heads), block, 0, workspace, dout, C,
+         qkv + 2 * C, C3, T, C, NH);
+  // dpreatt, in place
+  const int rows = B * NH * T;
+  const int rows_per_block = 8;  // 256 threads
+  launch("softmax_backward_warp_kernel", softmax_backward_warp_kernel, dim3(ceil_div(rows, rows_per_block)),
+         dim3(32 * rows_per_block), 0, workspace, att, rows, T);
+  const float* dp = workspace;
+  // dq = dP . K * scale;  dk = dP^T . Q * scale;  dv = P^T . dOut
+  const dim3 grid(channel_tiles, tiles, heads);
+  launch("lower_times_tiled_kernel", lower_times_tiled_kernel, grid, block, 0, dqkv, C3, dp, qkv + C, C3, T, C, NH,
+         scale);
+  launch("lower_t_times_tiled_kernel", lower_t_times_tiled_kernel, grid, block, 0, dqkv + C, C3, dp, qkv, C3, T, C,
+         NH, scale);
+  launch("lower_t_times_tiled_kernel", lower_t_times_tiled_kernel, grid, block, 0, dqkv + 2 * C, C3, att, dout, C, T,
+         C, NH, 1.0f);
+}
+
 }  // namespace
 
 void add_attention(Kernels& k) {
@@ -400,6 +685,14 @@ void add_attention(Kernels& k) {
       {{"v3", "fused (flash)", "one kernel, key tiles in shared memory, online softmax in registers: no T^2 "
                                "matrix, no workspace", 50},
        attention_v3, no_workspace},
+  };
+  k.attention_backward = {
+      {{"v1", "naive", "datt, softmax backward, dq/dk/dv as three kernels through a (B,NH,T,T) workspace, a "
+                       "thread per entry, row or output", 50},
+       attention_backward_v1, scores_workspace},
+      {{"v2", "tiled", "the four products in 32x32 shared-memory tiles (tiles above the diagonal skipped), a "
+                       "warp per softmax-backward row", 50},
+       attention_backward_v2, scores_workspace},
   };
 }
 

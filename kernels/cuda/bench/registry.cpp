@@ -17,6 +17,7 @@ const std::vector<Op>& ops() {
       gemm_op(), bias_backward_op(),
       encoder_forward_op(), encoder_backward_op(), gelu_backward_op(), dropout_forward_op(), multiply_op(),
       add_op(), scale_op(), crossentropy_loss_op(), crossentropy_backward_op(), sum_op(),
+      attention_backward_op(),
   };
   return all;
 }
