@@ -55,17 +55,29 @@ std::vector<int32_t> random_ids(size_t n, int V, uint64_t seed) {
   return v;
 }
 
-// Tolerances, relative to each tensor's largest magnitude (max |a-b| / max |b|). fp32: both
-// backends compute in float with different summation orders (tiles vs SIMD panels), so
-// the difference is rounding, ~1e-6 relative per op, growing through the layers. TF32 and
-// bf16 round the matmul inputs to 10 and 7 stored mantissa bits: ~5e-4 and ~4e-3 per operand.
+// Tolerances. logits and grads: relative to each tensor's largest magnitude (max |a-b| /
+// max |b|); loss: relative. fp32: both backends compute in float with different summation
+// orders (tiles vs SIMD panels), so the difference is rounding, ~1e-6 relative per op,
+// growing through the layers. TF32 and bf16 round the matmul inputs to 10 and 7 stored
+// mantissa bits: ~5e-4 and ~4e-3 per operand. params: after 10 AdamW steps, max |a-b| in
+// units of 10 lr, the most an AdamW step of size ~lr can move a weight in 10 steps (biases
+// start at 0, so "relative to the tensor" would measure the updates against themselves).
+// AdamW divides m by sqrt(v), so a gradient component known to 1% moves its weight by a
+// step known to about 1%, whatever its size: these are the widest of the tolerances.
 struct Tolerance {
   double logits, loss, grads, params;
 };
 Tolerance tolerance_for(const std::string& precision) {
-  if (precision == "fp32") return {1e-5, 1e-5, 1e-4, 1e-5};
-  if (precision == "tf32") return {5e-3, 1e-3, 5e-2, 1e-3};
-  return {3e-2, 5e-3, 2e-1, 5e-3};  // bf16
+  if (precision == "fp32") return {1e-5, 1e-5, 1e-4, 2e-3};
+  if (precision == "tf32") return {5e-3, 1e-3, 5e-2, 0.1};
+  return {3e-2, 5e-3, 2e-1, 0.5};  // bf16
+}
+
+// max |a - b| over n floats from `at`
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b, size_t at, size_t n) {
+  double err = 0.0;
+  for (size_t i = at; i < at + n; ++i) err = std::max(err, static_cast<double>(std::fabs(a[i] - b[i])));
+  return err;
 }
 
 // The whole check on one device at one precision.
@@ -107,6 +119,7 @@ void agree_with_cpu(kc::Device& dev, const std::string& precision, float dropout
 
   // then 10 AdamW steps on fresh batches: losses and weights stay together
   gpt::AdamWConfig adam;
+  const float lr = 1e-3f;
   for (int step = 0; step < 10; ++step) {
     const auto xs = random_ids(static_cast<size_t>(B) * T, c.vocab_size, 100 + step);
     const auto ys = random_ids(static_cast<size_t>(B) * T, c.vocab_size, 200 + step);
@@ -119,16 +132,28 @@ void agree_with_cpu(kc::Device& dev, const std::string& precision, float dropout
       losses[i] = m->mean_loss;
       gpt::gpt_backward(*m, be);
       norms[i] = gpt::gpt_clip_grad_norm(*m, be, 1.0f);
-      gpt::gpt_adamw_step(*m, be, adam, 1e-2f);
+      gpt::gpt_adamw_step(*m, be, adam, lr);
     }
     INFO("step " << step + 1);
     CHECK(std::fabs(losses[1] - losses[0]) <= tol.loss * std::fabs(losses[0]) + 1e-6);
     CHECK(std::fabs(norms[1] - norms[0]) <= tol.grads * std::fabs(norms[0]));
   }
+  // The k third of c_attn.bias is left out: its true gradient is exactly zero (adding the
+  // same b_k . q_t to every score of row t changes no softmax), so each backend hands AdamW
+  // its own rounding noise, which AdamW's m / sqrt(v) scales up to lr-sized steps in
+  // unrelated directions. The q and v thirds are compared like every other tensor.
   const auto pa = a.params_memory.to_vector(), pb = b.params_memory.to_vector();
+  const auto C = static_cast<size_t>(c.n_embd);
+  const double movement = 10.0 * lr;
   for (const auto& s : a.slices) {
-    INFO("weights of " << s.name << " after 10 AdamW steps");
-    CHECK(rel_err(pb, pa, static_cast<size_t>(s.offset), static_cast<size_t>(s.numel)) < tol.params * 10);
+    INFO("weights of " << s.name << " after 10 AdamW steps (difference in units of 10 lr)");
+    const auto at = static_cast<size_t>(s.offset);
+    if (s.name.find("attn.c_attn.bias") != std::string::npos) {
+      CHECK(max_abs_diff(pb, pa, at, C) / movement < tol.params);
+      CHECK(max_abs_diff(pb, pa, at + 2 * C, C) / movement < tol.params);
+    } else {
+      CHECK(max_abs_diff(pb, pa, at, static_cast<size_t>(s.numel)) / movement < tol.params);
+    }
   }
   CHECK(b.adam_t == 10);
   const auto mb = b.m_memory.to_vector(), ma = a.m_memory.to_vector();
