@@ -15,6 +15,7 @@
 
 #include "gpt/backend_cuda.h"
 #include "gpt/profile.h"
+#include "kernels/cuda/bench/run.h"
 #include "kernels/harness.h"
 #include "nn/check.h"
 #include "nn/progress.h"
@@ -391,6 +392,12 @@ int run_bench(const CliOptions& opts) {
           << " |\n";
   }
   std::cout << "\n" << table.str();
+  for (const Row& r : rows) {
+    if (r.name.find("emulator") != std::string::npos) {
+      std::cout << kernels::cuda::bench::emulator_warning() << "\n";
+      break;
+    }
+  }
   if (b.torch && torch_ms.empty()) std::cout << "PyTorch: " << torch_note << "\n";
   for (const Row& r : rows) {
     if (r.name.rfind("nnlab", 0) != 0) continue;

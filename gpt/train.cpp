@@ -458,8 +458,10 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
                   .add("lr", static_cast<double>(lr)).add("grad_norm", static_cast<double>(norm)).add("ms", ms)
                   .add("tok_s", tok_s).add("mfu", mfu));
     if (!o.quiet) {
-      bar.update(step + 1 - start, {{"step", std::to_string(step + 1)}, {"loss", fmt(loss)},
-                                    {"tok/s", nn::format_si(tok_s)}, {"MFU", fmt(100.0 * mfu, 1) + "%"}});
+      std::vector<std::pair<std::string, std::string>> fields = {
+          {"step", std::to_string(step + 1)}, {"loss", fmt(loss)}, {"tok/s", nn::format_si(tok_s)}};
+      if (peak > 0) fields.push_back({"MFU", fmt(100.0 * mfu, 1) + "%"});  // no peak measured: no MFU
+      bar.update(step + 1 - start, fields);
     }
     if ((step + 1) % o.eval_interval == 0 && step + 1 < o.max_iters) run_eval(step + 1);
   }
