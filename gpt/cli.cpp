@@ -181,14 +181,7 @@ double time_train_step(const TrainOptions& o, const std::string& backend, int it
 
 double time_train_step(const TrainOptions& o, Backend& b, int iters, int warmup) {
   Backend* be = &b;
-  GPTConfig c;
-  c.vocab_size = 65;
-  c.block_size = o.block_size;
-  c.n_layer = o.n_layer;
-  c.n_head = o.n_head;
-  c.n_embd = o.n_embd;
-  c.dropout = o.dropout;
-  c.bias = o.bias;
+  const GPTConfig c = config_from(o, 65);
   const int B = o.batch_size, T = o.block_size;
   be->check_capacity(c, B, T);
   GPT model = gpt_create(c, be->memory());
@@ -274,14 +267,7 @@ int run_bench(const CliOptions& opts) {
   const int threads = use_threads(o.threads);
   std::vector<std::string> specs = b.backends;
   if (b.naive && std::find(specs.begin(), specs.end(), "naive") == specs.end()) specs.push_back("naive");
-  GPTConfig cfg;
-  cfg.vocab_size = 65;
-  cfg.block_size = o.block_size;
-  cfg.n_layer = o.n_layer;
-  cfg.n_head = o.n_head;
-  cfg.n_embd = o.n_embd;
-  cfg.dropout = o.dropout;
-  cfg.bias = o.bias;
+  const GPTConfig cfg = config_from(o, 65);
   const double flops_tok = flops_per_token(cfg, o.block_size);
   const double tokens = static_cast<double>(o.batch_size) * o.block_size;
   std::cout << "GPT training step (forward, backward, clip, AdamW): " << o.n_layer << " layers, " << o.n_head

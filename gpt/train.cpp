@@ -297,6 +297,19 @@ std::vector<DiffRow> diff_dumps(const std::string& a, const std::string& b, std:
 
 // ---- training --------------------------------------------------------------------------------
 
+GPTConfig config_from(const TrainOptions& o, int vocab_size) {
+  GPTConfig c;
+  c.vocab_size = vocab_size;
+  c.block_size = o.block_size;
+  c.n_layer = o.n_layer;
+  c.n_head = o.n_head;
+  c.n_embd = o.n_embd;
+  c.dropout = o.dropout;
+  c.bias = o.bias;
+  validate(c);
+  return c;
+}
+
 int use_threads(int threads) {
 #ifdef _OPENMP
   if (threads > 0) omp_set_num_threads(threads);
@@ -335,15 +348,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     state = ck.state;
     os << "resumed " << o.resume << " at step " << state.step << " (best val loss " << fmt(state.best_val_loss) << ")\n";
   } else {
-    GPTConfig c;
-    c.vocab_size = corpus.vocab.size();
-    c.block_size = o.block_size;
-    c.n_layer = o.n_layer;
-    c.n_head = o.n_head;
-    c.n_embd = o.n_embd;
-    c.dropout = o.dropout;
-    c.bias = o.bias;
-    model = gpt_create(c);
+    model = gpt_create(config_from(o, corpus.vocab.size()));
     gpt_init_weights(model, o.seed);
   }
   const GPTConfig& cfg = model.config;

@@ -56,6 +56,9 @@ struct TrainOptions {
   std::string config;  // the config file the options were read from (gpt/cli.h)
 };
 
+// The model the options describe, for a vocabulary of vocab_size (validated).
+GPTConfig config_from(const TrainOptions& o, int vocab_size);
+
 // nanoGPT's schedule: linear warm-up from lr/warmup to lr over warmup_iters steps, then
 // cosine decay to min_lr at lr_decay_iters, min_lr after.
 //   it < W:          lr * (it + 1) / W

@@ -132,7 +132,7 @@ TEST_CASE("lesson08 part shapes: every parameter and every activation is listed"
   INFO(text);
   // the same model and batch, to know what must be there
   const nn::TextCorpus corpus = nn::load_corpus(o.train.data, o.train.val_fraction);
-  const gpt::GPTConfig cfg = lesson08::config_from(o.train, corpus.vocab.size());
+  const gpt::GPTConfig cfg = gpt::config_from(o.train, corpus.vocab.size());
   for (const auto& s : gpt::param_slices(cfg)) REQUIRE_THAT(text, Catch::Contains("  " + s.name + " "));
   gpt::GPT model = gpt::gpt_create(cfg);
   gpt::gpt_init_weights(model, 1);

@@ -105,18 +105,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // ---- the pieces -------------------------------------------------------------------------------
 
-gpt::GPTConfig config_from(const gpt::TrainOptions& o, int vocab_size) {
-  gpt::GPTConfig c;
-  c.vocab_size = vocab_size;
-  c.block_size = o.block_size;
-  c.n_layer = o.n_layer;
-  c.n_head = o.n_head;
-  c.n_embd = o.n_embd;
-  c.dropout = o.dropout;
-  gpt::validate(c);
-  return c;
-}
-
 gpt::GPTConfig nanogpt_gpu_config() {
   gpt::GPTConfig c;  // nanoGPT config/train_shakespeare_char.py
   c.vocab_size = 65;
@@ -204,7 +192,7 @@ int run_shapes_part(const Options& opts) {
   os << "== Part 1: every tensor of one training step, in the order the data flows ==\n";
   const nn::TextCorpus corpus = nn::load_corpus(o.data, o.val_fraction);
   os << "data: " << corpus.description << "\n";
-  const gpt::GPTConfig cfg = config_from(o, corpus.vocab.size());
+  const gpt::GPTConfig cfg = gpt::config_from(o, corpus.vocab.size());
   const int B = o.batch_size, T = cfg.block_size;
   os << "config: B=" << B << " T=" << T << " C=" << cfg.n_embd << " NH=" << cfg.n_head << " hs=C/NH="
      << cfg.n_embd / cfg.n_head << " L=" << cfg.n_layer << " V=" << cfg.vocab_size << " (the vocabulary of this text)"
@@ -290,7 +278,7 @@ int run_memory_part(const Options& opts) {
   const gpt::TrainOptions& o = opts.train;
   os << "== Part 2: the memory of a training run (float32: 4 bytes per number) ==\n";
   const nn::TextCorpus corpus = nn::load_corpus(o.data, o.val_fraction);
-  const gpt::GPTConfig cfg = config_from(o, corpus.vocab.size());
+  const gpt::GPTConfig cfg = gpt::config_from(o, corpus.vocab.size());
   const int B = o.batch_size, T = cfg.block_size;
   print_memory(os, "this model", cfg, B, T);
   const gpt::GPTConfig gpu = nanogpt_gpu_config();
@@ -324,7 +312,7 @@ int run_flops_part(const Options& opts) {
   const int threads = gpt::use_threads(o.threads);
   os << "== Part 3: FLOPs per token, the peak, and MFU ==\n";
   const nn::TextCorpus corpus = nn::load_corpus(o.data, o.val_fraction);
-  const gpt::GPTConfig cfg = config_from(o, corpus.vocab.size());
+  const gpt::GPTConfig cfg = gpt::config_from(o, corpus.vocab.size());
   const int B = o.batch_size, T = cfg.block_size;
   const FlopsPerToken f = flops_breakdown(cfg, T);
   const double Q = static_cast<double>(cfg.n_embd / cfg.n_head);

@@ -47,9 +47,6 @@ int run_sample_part(const Options& opts);
 
 // ---- the pieces the parts print (tested in tests/test_lesson08.cpp) -----------------------
 
-// The model config the options describe, with the vocabulary size of `vocab_size`.
-gpt::GPTConfig config_from(const gpt::TrainOptions& o, int vocab_size);
-
 // The shape of a parameter or activation in the lesson's letters, from its name:
 // "h.0.attn.c_attn.weight" -> "(3C, C)", "h.2.att" -> "(B, NH, T, T)".
 std::string symbolic_shape(const std::string& name);
