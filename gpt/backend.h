@@ -41,6 +41,10 @@ class Backend {
   // (host backends: the lesson-03 FMA loop on `threads` threads); *what says what it is.
   // 0 when not measured.
   virtual double measure_peak_flops(int threads, std::string* what);
+  // Does attention_forward write its `preatt` argument (the scores before the softmax)? A
+  // backend that does not (cuda: its attention keeps only the probabilities) gets nullptr
+  // there, and the model allocates no preatt buffer (L B NH T^2 floats).
+  virtual bool keeps_preatt() const { return true; }
   // nn::Error when a training run at (B, T) of config `c` cannot fit (the cuda backend
   // checks the GPU's free memory and lists what needs how much); host backends: no check.
   virtual void check_capacity(const GPTConfig& c, int B, int T) {

@@ -40,7 +40,7 @@ Precision choose_precision(const std::string& name, int sm, const std::string& d
 }
 
 void check_device_memory(const GPTConfig& c, int B, int T, size_t free_bytes, const std::string& device_name) {
-  const MemoryBreakdown m = memory_breakdown(c, B, T);
+  const MemoryBreakdown m = memory_breakdown(c, B, T, /*preatt: the cuda backend keeps none*/ false);
   const auto need = static_cast<size_t>(m.total());
   if (need <= free_bytes) return;
   auto mib = [](int64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
@@ -132,6 +132,7 @@ class CudaBackend final : public Backend {
     return "cuda " + precision_name(precision_) + " on " + dev_.info().name;
   }
   Memory& memory() override { return mem_; }
+  bool keeps_preatt() const override { return false; }
   void synchronize() override { dev_.synchronize(); }
   kc::Device& device() { return dev_; }
 
@@ -237,7 +238,7 @@ class CudaBackend final : public Backend {
   }
 
   // The unfused attention keeps the probabilities in its (B,NH,T,T) workspace: that is the
-  // layer's `att` buffer, which the backward reads. preatt is not written on this backend.
+  // layer's `att` buffer, which the backward reads. No preatt on this backend (nullptr).
   void attention_forward(float* out, float* /*preatt*/, float* att, const float* qkv, int B, int T, int C,
                          int NH) override {
     attention_.run(out, att, qkv, B, T, C, NH);

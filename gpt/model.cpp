@@ -52,23 +52,23 @@ constexpr std::array<bool, kNumParamTensors> kDecay = {true,  true,  false, fals
 // Activation element counts at (B, T), in ActivationTensors order (the three masks last,
 // zero when there is no dropout).
 constexpr int kNumActTensors = 26;
-std::array<i64, kNumActTensors> act_sizes(const GPTConfig& c, int B, int T, bool masks) {
+std::array<i64, kNumActTensors> act_sizes(const GPTConfig& c, int B, int T, bool masks, bool preatt) {
   const i64 N = static_cast<i64>(B) * T, L = c.n_layer, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   const i64 TT = static_cast<i64>(B) * NH * T * T;
-  return {N * C,     L * N * C, L * N,     L * N,     L * N * 3 * C, L * N * C, L * TT,
+  return {N * C,     L * N * C, L * N,     L * N,     L * N * 3 * C, L * N * C, preatt ? L * TT : 0,
           L * TT,    L * N * C, L * N * C, L * N * C, L * N,         L * N,     L * N * 4 * C,
           L * N * 4 * C, L * N * C, L * N * C, N * C, N,             N,         N * V,
           N * V,     N,         masks ? N * C : 0, masks ? L * N * C : 0, masks ? L * N * C : 0};
 }
 
-ActivationTensors point_acts(float* base, const GPTConfig& c, int B, int T, bool masks) {
+ActivationTensors point_acts(float* base, const GPTConfig& c, int B, int T, bool masks, bool preatt) {
   ActivationTensors a{};
   float** ptrs[kNumActTensors] = {
       &a.encoded,  &a.ln1,      &a.ln1_mean, &a.ln1_rstd, &a.qkv,      &a.atty,     &a.preatt,
       &a.att,      &a.attproj,  &a.residual2, &a.ln2,     &a.ln2_mean, &a.ln2_rstd, &a.fch,
       &a.fch_gelu, &a.fcproj,   &a.residual3, &a.lnf,     &a.lnf_mean, &a.lnf_rstd, &a.logits,
       &a.probs,    &a.losses,   &a.encoded_mask, &a.attproj_mask, &a.fcproj_mask};
-  const auto sizes = act_sizes(c, B, T, masks);
+  const auto sizes = act_sizes(c, B, T, masks, preatt);
   for (int i = 0; i < kNumActTensors; ++i) {
     const i64 n = sizes[static_cast<size_t>(i)];
     *ptrs[i] = n > 0 ? base : nullptr;
@@ -110,18 +110,22 @@ uint64_t site_seed(uint64_t dropout_seed, int site) {
 }
 
 // (Re)allocates activations and scratch when (B, T) grows or masks become needed.
-void ensure_activations(GPT& m, int B, int T, bool masks) {
+void ensure_activations(GPT& m, int B, int T, bool masks, bool preatt) {
   const bool want_masks = masks || m.masks_alloc;
-  if (B <= m.B_alloc && T <= m.T_alloc && want_masks == m.masks_alloc && !m.acts_memory.empty()) return;
+  if (B <= m.B_alloc && T <= m.T_alloc && want_masks == m.masks_alloc && preatt == m.preatt_alloc &&
+      !m.acts_memory.empty()) {
+    return;
+  }
   const int Ba = std::max(B, m.B_alloc), Ta = std::max(T, m.T_alloc);
   Memory& mem = gpt_memory(m);
   m.acts_memory = Array<float>();  // free the old ones first: on a GPU both may not fit
   m.scratch_memory = Array<float>();
-  m.acts_memory = Array<float>(mem, static_cast<size_t>(total(act_sizes(m.config, Ba, Ta, want_masks))));
+  m.acts_memory = Array<float>(mem, static_cast<size_t>(total(act_sizes(m.config, Ba, Ta, want_masks, preatt))));
   m.scratch_memory = Array<float>(mem, static_cast<size_t>(total(scratch_sizes(m.config, Ba, Ta))));
   m.B_alloc = Ba;
   m.T_alloc = Ta;
   m.masks_alloc = want_masks;
+  m.preatt_alloc = preatt;
 }
 
 }  // namespace
@@ -230,7 +234,7 @@ void GPT::repoint() {
     grads = point_params(grads_memory.data(), config);
   }
   if (!acts_memory.empty() && B > 0) {
-    acts = point_acts(acts_memory.data(), config, B, T, masks_alloc);
+    acts = point_acts(acts_memory.data(), config, B, T, masks_alloc, preatt_alloc);
     scratch = point_scratch(scratch_memory.data(), config, B, T);
   }
 }
@@ -272,8 +276,8 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
                                            << " (gpt_move_to(model, backend.memory()) moves it)");
   const float p = train ? cfg.dropout : 0.0f;
   const bool drop = p > 0.0f;
-  ensure_activations(model, B, T, drop);
-  model.acts = point_acts(model.acts_memory.data(), cfg, B, T, model.masks_alloc);
+  ensure_activations(model, B, T, drop, be.keeps_preatt());
+  model.acts = point_acts(model.acts_memory.data(), cfg, B, T, model.masks_alloc, model.preatt_alloc);
   model.scratch = point_scratch(model.scratch_memory.data(), cfg, B, T);
   model.B = B;
   model.T = T;
@@ -319,7 +323,7 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
     float* ln1 = A.ln1 + l * NC;
     float* qkv = A.qkv + l * 3 * NC;
     float* atty = A.atty + l * NC;
-    float* preatt = A.preatt + l * TT;
+    float* preatt = at(A.preatt, l * TT);  // nullptr on a backend that keeps none
     float* att = A.att + l * TT;
     float* attproj = A.attproj + l * NC;
     float* residual2 = A.residual2 + l * NC;
@@ -462,13 +466,13 @@ double flops_per_token(const GPTConfig& c, int T) {
   return 6.0 * N + 12.0 * L * H * Q * T;
 }
 
-MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T) {
+MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt) {
   MemoryBreakdown m;
   const i64 f = static_cast<i64>(sizeof(float));
   m.params = num_parameters(c) * f;
   m.grads = m.params;
   m.adam = 2 * m.params;
-  m.activations = total(act_sizes(c, B, T, c.dropout > 0.0f)) * f;
+  m.activations = total(act_sizes(c, B, T, c.dropout > 0.0f, preatt)) * f;
   m.scratch = total(scratch_sizes(c, B, T)) * f;
   return m;
 }

@@ -88,7 +88,8 @@ struct ActivationTensors {
   float* ln1_rstd;   // (L, N)
   float* qkv;        // (L, N, 3C)
   float* atty;       // (L, N, C)    attention output, heads concatenated
-  float* preatt;     // (L, B, NH, T, T)
+  float* preatt;     // (L, B, NH, T, T)  scores before the softmax; nullptr (not allocated)
+                     //                   on a backend that does not keep them (cuda)
   float* att;        // (L, B, NH, T, T)
   float* attproj;    // (L, N, C)    after dropout in train mode
   float* residual2;  // (L, N, C)    x + attproj
@@ -153,6 +154,7 @@ struct GPTData {
   // reuses them (sampling runs B = 1 at growing T)
   int B_alloc = 0, T_alloc = 0;
   bool masks_alloc = false;
+  bool preatt_alloc = true;  // false on a backend that keeps no preatt (Backend::keeps_preatt)
   Array<float> acts_memory;
   ActivationTensors acts{};
   Array<float> scratch_memory;
@@ -220,7 +222,9 @@ struct MemoryBreakdown {
   int64_t params = 0, grads = 0, adam = 0, activations = 0, scratch = 0;
   int64_t total() const { return params + grads + adam + activations + scratch; }
 };
-MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T);
+// preatt: whether the activations include the (L,B,NH,T,T) scores before the softmax
+// (Backend::keeps_preatt: the naive and cpu backends yes, cuda no).
+MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt = true);
 
 // Named views of the last forward's activations (name, shape, pointer into the model's
 // memory: copy out with Memory::to_host unless it is host memory), in forward order:

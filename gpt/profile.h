@@ -32,6 +32,7 @@ class ProfilingBackend final : public Backend {
   explicit ProfilingBackend(Backend& inner) : inner_(inner) {}
   std::string name() const override { return inner_.name() + " (profiled)"; }
   Memory& memory() override { return inner_.memory(); }
+  bool keeps_preatt() const override { return inner_.keeps_preatt(); }
   void synchronize() override { inner_.synchronize(); }
   double measure_peak_flops(int threads, std::string* what) override { return inner_.measure_peak_flops(threads, what); }
   void check_capacity(const GPTConfig& c, int B, int T) override { inner_.check_capacity(c, B, T); }

@@ -353,7 +353,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   }
   const GPTConfig& cfg = model.config;
   const int B = o.batch_size, T = cfg.block_size;
-  const MemoryBreakdown mem = memory_breakdown(cfg, B, T);
+  const MemoryBreakdown mem = memory_breakdown(cfg, B, T, be->keeps_preatt());
   // the model goes where the backend computes (a GPU's memory for cuda), if it fits there
   be->check_capacity(cfg, B, T);
   if (&be->memory() != &gpt_memory(model)) model = gpt_move_to(model, be->memory());

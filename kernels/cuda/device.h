@@ -67,8 +67,9 @@ struct AdamWArgs {
 using AdamWFn = void (*)(float* params, float* m, float* v, const float* grads, size_t n, AdamWArgs args);
 // Causal self-attention forward: qkv (B,T,3C) holds q, k, v side by side (as the GPT's
 // qkv projection writes them), NH heads of C/NH; out (B,T,C). workspace: the bytes
-// Version::workspace says (the unfused version keeps the (B,NH,T,T) scores there; the
-// fused one needs none: that is the O(T^2) vs O(T) memory).
+// Version::workspace says (the unfused versions v1, v2 leave the softmax probabilities there,
+// row (b,h,t) at ((b*NH+h)*T+t)*T, entries t2 <= t: what AttentionBackwardFn reads as att;
+// the fused one needs none: that is the O(T^2) vs O(T) memory).
 using AttentionFn = void (*)(float* out, float* workspace, const float* qkv, int B, int T, int C, int NH);
 using WorkspaceFn = size_t (*)(int B, int T, int C, int NH);
 // ---- the GPT's ops (what gpt/backend_cuda.cpp calls; issue 7) -----------------------------
