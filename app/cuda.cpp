@@ -78,10 +78,12 @@ void list_ops(std::ostream& out, kernels::cuda::Device& dev) {
       out << "      (no versions yet)\n";
       continue;
     }
+    // a size with spaces in it (gemm's "fwd M=.. N=.. K=.. tb") is quoted, as --sizes takes it
+    auto quoted = [](const std::string& s) { return s.find(' ') == std::string::npos ? s : "\"" + s + "\""; };
     out << "      sizes:";
-    for (const std::string& s : op.sizes) out << " " << s;
+    for (const std::string& s : op.sizes) out << " " << quoted(s);
     out << "   test sizes:";
-    for (const std::string& s : op.test_sizes) out << " " << s;
+    for (const std::string& s : op.test_sizes) out << " " << quoted(s);
     out << "\n";
     for (const cb::Variant& v : variants) {
       out << "      " << v.info.id << (v.peer ? " (peer)" : "") << "  " << v.info.name << ": " << v.info.summary;
