@@ -280,6 +280,24 @@ __global__ void layernorm_backward_v1_kernel(float* dinp, float* dweight, float*
   }
 }
 
+// The two row means the backward of one row needs, g = dout * weight:
+//   g_mean = mean_c g_c,   gxhat_mean = mean_c g_c xhat_c
+// both in one pass (lane l: columns l, l+32, ...), then 2 x 5 shuffles; every lane gets them.
+// (Backward v2 and v3 share it.)
+__device__ __forceinline__ void row_gradient_means(const float* dy, const float* x, const float* weight, float m,
+                                                   float s, int C, int lane, float& g_mean, float& gxhat_mean) {
+  float g_sum = 0.0f;
+  float gxhat_sum = 0.0f;
+  for (int c = lane; c < C; c += 32) {
+    const float xhat = (x[c] - m) * s;
+    const float g = dy[c] * weight[c];
+    g_sum += g;
+    gxhat_sum += g * xhat;
+  }
+  g_mean = warp_sum(g_sum) / static_cast<float>(C);
+  gxhat_mean = warp_sum(gxhat_sum) / static_cast<float>(C);
+}
+
 // ---- backward v2: one warp per row, per-block shared-memory sums ----------------------------
 // A grid of about one full wave of blocks; each warp takes rows n = its global warp index,
 // + (all warps of the grid), ...: a block sees many rows, so its C-column partial sums are
@@ -306,17 +324,8 @@ __global__ void __launch_bounds__(kBlock)
     const float m = mean[n];
     const float s = rstd[n];
 
-    // Both reductions in one pass (lane l: columns l, l+32, ...), then 2 x 5 shuffles.
-    float g_sum = 0.0f;
-    float gxhat_sum = 0.0f;
-    for (int c = lane; c < C; c += 32) {
-      const float xhat = (x[c] - m) * s;
-      const float g = dy[c] * weight[c];
-      g_sum += g;
-      gxhat_sum += g * xhat;
-    }
-    const float g_mean = warp_sum(g_sum) / static_cast<float>(C);
-    const float gxhat_mean = warp_sum(gxhat_sum) / static_cast<float>(C);
+    float g_mean = 0.0f, gxhat_mean = 0.0f;
+    row_gradient_means(dy, x, weight, m, s, C, lane, g_mean, gxhat_mean);
 
     for (int c = lane; c < C; c += 32) {
       const float xhat = (x[c] - m) * s;
@@ -350,16 +359,8 @@ __global__ void __launch_bounds__(kBlock)
   float* dx = dinp + row;
   const float m = mean[n];
   const float s = rstd[n];
-  float g_sum = 0.0f;
-  float gxhat_sum = 0.0f;
-  for (int c = lane; c < C; c += 32) {
-    const float xhat = (x[c] - m) * s;
-    const float g = dy[c] * weight[c];
-    g_sum += g;
-    gxhat_sum += g * xhat;
-  }
-  const float g_mean = warp_sum(g_sum) / static_cast<float>(C);
-  const float gxhat_mean = warp_sum(gxhat_sum) / static_cast<float>(C);
+  float g_mean = 0.0f, gxhat_mean = 0.0f;
+  row_gradient_means(dy, x, weight, m, s, C, lane, g_mean, gxhat_mean);
   for (int c = lane; c < C; c += 32) {
     const float xhat = (x[c] - m) * s;
     dx[c] += s * (dy[c] * weight[c] - g_mean - xhat * gxhat_mean);
