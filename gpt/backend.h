@@ -32,6 +32,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // What its matmuls compute in: "fp32" (host backends), or the cuda backend's --precision.
+  virtual std::string precision() const { return "fp32"; }
   // Where this backend's tensors must live (host memory unless overridden).
   virtual Memory& memory() { return host_memory(); }
   // Waits for every op launched so far (a GPU runs them asynchronously; host backends are

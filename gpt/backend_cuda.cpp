@@ -128,9 +128,8 @@ class CudaBackend final : public Backend {
         adamw_(pick(k_.adamw, "adamw", "v2")),
         sum_buffer_(dev, kc::kSumWorkspaceDoubles + 1) {}
 
-  std::string name() const override {
-    return "cuda " + precision_name(precision_) + " on " + dev_.info().name;
-  }
+  std::string name() const override { return "cuda " + precision() + " on " + dev_.info().name; }
+  std::string precision() const override { return precision_name(precision_); }
   Memory& memory() override { return mem_; }
   bool keeps_preatt() const override { return false; }
   void synchronize() override { dev_.synchronize(); }

@@ -296,11 +296,8 @@ int run_bench(const CliOptions& opts) {
     TrainOptions oo = o;
     if (colon != std::string::npos) oo.precision = spec.substr(colon + 1);
     auto be = make_backend(name, oo.precision);
-    std::string precision = "fp32";
-    if (name == "cuda") {
-      precision = be->name().substr(5, 4);  // "cuda bf16 on ..."
-      cuda_precisions.push_back(precision);
-    }
+    const std::string precision = be->precision();
+    if (name == "cuda") cuda_precisions.push_back(precision);
     std::string what;
     const double peak = be->measure_peak_flops(threads, &what);
     if (peak > 0) peak_of[name == "cuda" ? precision : "cpu"] = peak;

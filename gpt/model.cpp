@@ -201,28 +201,21 @@ GPT gpt_create(const GPTConfig& config, Memory& memory) {
 }
 
 GPT gpt_move_to(const GPT& model, Memory& memory) {
-  if (&memory == &gpt_memory(model)) {
-    GPT copy;
-    copy.config = model.config;
-    copy.slices = model.slices;
-    copy.num_params = model.num_params;
-    copy.params_memory = model.params_memory;
-    copy.grads_memory = model.grads_memory;
-    copy.m_memory = model.m_memory;
-    copy.v_memory = model.v_memory;
-    copy.adam_t = model.adam_t;
-    copy.repoint();
-    return copy;
-  }
   GPT out = gpt_create(model.config, memory);
   const auto n = static_cast<size_t>(model.num_params);
-  // through the host: one of the two memories is host memory, or both are the same device
+  const bool same = &memory == &gpt_memory(model);
+  // within one memory a plain copy; between two, through the host (one of them is host
+  // memory: a GPU model comes down, a host model goes up)
   const Array<float>* from[4] = {&model.params_memory, &model.grads_memory, &model.m_memory, &model.v_memory};
   Array<float>* to[4] = {&out.params_memory, &out.grads_memory, &out.m_memory, &out.v_memory};
-  std::vector<float> host(n);
+  std::vector<float> host(same ? 0 : n);
   for (int i = 0; i < 4; ++i) {
-    from[i]->download(host.data(), n);
-    to[i]->upload(host.data(), n);
+    if (same) {
+      memory.copy(to[i]->data(), from[i]->data(), n * sizeof(float));
+    } else {
+      from[i]->download(host.data(), n);
+      to[i]->upload(host.data(), n);
+    }
   }
   out.adam_t = model.adam_t;
   return out;
@@ -291,12 +284,8 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
     }
   };
   check_ids(inputs, "token");
-  model.inputs.assign(inputs, inputs + N);
   model.have_targets = targets != nullptr;
-  if (targets != nullptr) {
-    check_ids(targets, "target");
-    model.targets.assign(targets, targets + N);
-  }
+  if (targets != nullptr) check_ids(targets, "target");
   // the ids go where the backend reads them: inputs at [0, N), targets at [N, 2N)
   if (model.tokens_memory.size() < static_cast<size_t>(2 * N)) {
     model.tokens_memory = Array<int32_t>(gpt_memory(model), static_cast<size_t>(2 * N));

@@ -163,8 +163,7 @@ struct GPTData {
   // the last forward
   int B = 0, T = 0;
   bool train_mode = false;
-  std::vector<int32_t> inputs, targets;  // (B, T) copies, on the host
-  Array<int32_t> tokens_memory;          // the same in the model's memory: inputs, then targets
+  Array<int32_t> tokens_memory;  // the (B, T) ids in the model's memory: inputs, then targets
   bool have_targets = false;
   float mean_loss = -1.0f;  // -1 when the last forward had no targets
 };

@@ -31,6 +31,7 @@ class ProfilingBackend final : public Backend {
  public:
   explicit ProfilingBackend(Backend& inner) : inner_(inner) {}
   std::string name() const override { return inner_.name() + " (profiled)"; }
+  std::string precision() const override { return inner_.precision(); }
   Memory& memory() override { return inner_.memory(); }
   bool keeps_preatt() const override { return inner_.keeps_preatt(); }
   void synchronize() override { inner_.synchronize(); }
