@@ -9,6 +9,7 @@
 //   nnlab lesson07 [--part loops]     attention: loops, scale, softmax numerics, heads, gradients
 //   nnlab lesson08 [--part train]     the GPT: shapes, memory, FLOPs; train and sample
 //   nnlab lesson09 [--part ladder]    CUDA: the matmul ladder, fusion, the emulator catching bugs
+//   nnlab lesson10 [--part law]       inference: KV cache, the bandwidth law, quantization, speculative decoding, pruning
 //   nnlab gpt <train|sample|eval|bench|dump|diff>  the GPT trainer and sampler (lessons 07-08)
 //   nnlab check                       check your exercises, first failure first
 //   nnlab bench [op...]               validate, then time, every version of a kernel
@@ -36,6 +37,7 @@
 #include "lessons/07-attention/attention_lesson.h"
 #include "lessons/08-gpt/gpt_lesson.h"
 #include "lessons/09-cuda/cuda_lesson.h"
+#include "lessons/10-inference/inference_lesson.h"
 #include "lessons/common/cli.h"
 
 int main(int argc, char** argv) {
@@ -88,6 +90,11 @@ int main(int argc, char** argv) {
       "lesson09", "Lesson 09: CUDA; the matmul ladder, kernel fusion, the emulator catching bugs");
   lesson09::add_options(*lesson09_cmd, lesson09_opts);
 
+  lesson10::Options lesson10_opts;
+  CLI::App* lesson10_cmd = app.add_subcommand(
+      "lesson10", "Lesson 10: inference; KV cache, the bandwidth law, quantization, speculative decoding, pruning");
+  lesson10::add_options(*lesson10_cmd, lesson10_opts);
+
   gpt::CliOptions gpt_opts;
   CLI::App* gpt_cmd = gpt::add_gpt_command(app, gpt_opts);
 
@@ -115,7 +122,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!known) {
-    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson09, gpt, check, bench, cuda, info.\n"
+    std::cerr << "nnlab: unknown command '" << argv[1] << "'. Commands: lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson09, lesson10, gpt, check, bench, cuda, info.\n"
               << "Run with --help for more information.\n";
     return 2;
   }
@@ -135,6 +142,7 @@ int main(int argc, char** argv) {
     if (*lesson07_cmd) return lesson07::run(lesson07_opts);
     if (*lesson08_cmd) return lesson08::run(lesson08_opts);
     if (*lesson09_cmd) return lesson09::run(lesson09_opts);
+    if (*lesson10_cmd) return lesson10::run(lesson10_opts);
     if (*gpt_cmd) return gpt::run_gpt_command(*gpt_cmd, gpt_opts);
     if (*check_cmd) return app::run_check(check_opts);
     if (*bench_cmd) return app::run_bench(bench_opts);

@@ -29,6 +29,18 @@ void Backend::matmul_gelu_forward(float* pre, float* out, const float* inp, cons
   gelu_forward(out, pre, static_cast<int64_t>(N) * OC);
 }
 
+void Backend::matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
+                             int N) {
+  (void)out, (void)inp, (void)w, (void)bias, (void)N;
+  NN_CHECK(false, "the " << name() << " backend has no inference ops (matvec_forward)");
+}
+
+void Backend::attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos,
+                               int C, int NH, int maxT) {
+  (void)out, (void)kcache, (void)vcache, (void)qkv, (void)B, (void)n, (void)pos, (void)C, (void)NH, (void)maxT;
+  NN_CHECK(false, "the " << name() << " backend has no inference ops (attention_decode)");
+}
+
 namespace {
 
 class NaiveBackend final : public Backend {

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "gpt/memory.h"
+#include "kernels/weight_format.h"
 
 namespace gpt {
 
@@ -108,6 +109,18 @@ class Backend {
   // pre = inp weight^T + bias, out = gelu(pre)   (pre is kept for the backward)
   virtual void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
                                    const float* bias, int N, int C, int OC);
+
+  // ---- inference (gpt/infer.h, lesson 10) ---------------------------------------------------
+  // out (N, w.rows) = inp (N, w.cols) W^T + bias (may be nullptr), W packed in any
+  // kernels::WeightFormat with its pointers in this backend's memory (kernels::matvec).
+  // The defaults throw nn::Error: a backend without inference ops says so.
+  virtual void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
+                              int N);
+  // Appends the k, v of qkv (B, n, 3C) to the caches (B, maxT, C) at [pos, pos+n), then
+  // out (B, n, C) = the n new queries' causal attention over positions 0 .. pos+i
+  // (kernels::attention_decode).
+  virtual void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n,
+                                int pos, int C, int NH, int maxT);
 
   // ---- optimizer helpers over flat buffers ------------------------------------------------
   // sum of squares of g (n), accumulated in double in a fixed order

@@ -45,6 +45,14 @@ class ProfilingBackend final : public Backend {
     index_.clear();
   }
 
+  void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
+                      int N) override {
+    timed("matvec_forward", [&] { inner_.matvec_forward(out, inp, w, bias, N); });
+  }
+  void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                        int NH, int maxT) override {
+    timed("attention_decode", [&] { inner_.attention_decode(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT); });
+  }
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
                        int V) override {
     timed("encoder_forward", [&] { inner_.encoder_forward(out, inp, wte, wpe, B, T, C, V); });

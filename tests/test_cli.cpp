@@ -13,19 +13,19 @@ TEST_CASE("nnlab --help lists every subcommand", "[cli]") {
   const auto r = run_program("nnlab", "--help");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "check", "bench", "cuda", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10", "check", "bench", "cuda", "info"}) {
     REQUIRE_THAT(r.output, Catch::Contains(sub));
   }
 }
 
 TEST_CASE("every subcommand and lesson program answers --help", "[cli]") {
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "check", "bench", "cuda", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10", "check", "bench", "cuda", "info"}) {
     const auto r = run_program("nnlab", std::string(sub) + " --help");
     INFO(sub << ": " << r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, Catch::Contains("--help"));
   }
-  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09"}) {
+  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10"}) {
     const auto r = run_program(prog, "--help");
     INFO(prog << ": " << r.output);
     REQUIRE(r.status == 0);
@@ -73,6 +73,8 @@ TEST_CASE("bad flags and bad values exit non-zero with a message", "[cli]") {
       {"lesson08", "--flops-iters 0", "--flops-iters"},
       {"nnlab", "lesson09 --part bogus", "--part"},
       {"lesson09", "--device tpu", "--device"},
+      {"nnlab", "lesson10 --part bogus", "--part"},
+      {"lesson10", "--backend tpu", "--backend"},
       {"nnlab", "cuda bench no_such_op --device emu", "no_such_op"},
   };
   for (const Case& c : cases) {

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/weight_format.h"
+
 namespace kernels::cuda {
 
 // Every CUDA failure we report: the message says what was being done and why it failed
@@ -123,6 +125,15 @@ using SumFn = void (*)(double* out, double* workspace, const float* x, size_t n,
 // x *= s, n floats.
 using ScaleFn = void (*)(float* x, float s, size_t n);
 
+// ---- inference (lesson 10, issue 8): the host versions are kernels/decode.h ------------
+// y (n, w.rows) = x (n, w.cols) W^T + bias (may be null), W packed (kernels/weight_format.h)
+// and dequantised on the fly; w's pointers are device pointers. y assigned.
+using MatvecFn = void (*)(float* y, const float* x, const kernels::WeightsView& w, const float* bias, int n);
+// Attention of n new positions over a KV cache (kernels::attention_decode's meaning, same
+// layouts): writes k, v of qkv (B, n, 3C) into kcache, vcache (B, maxT, C) at [pos, pos+n),
+// then out (B, n, C) = each new query's causal attention over positions 0 .. pos+i.
+using AttentionDecodeFn = void (*)(float* out, float* kcache, float* vcache, const float* qkv, int B, int n,
+                                   int pos, int C, int NH, int maxT);
 // Not an op: the FP32 FLOP ceiling (kernels/cuda/ceilings.cu). `blocks` x `threads` threads
 // each run `iters` rounds of independent FMA chains and write one float to out; returns the
 // FLOPs launched.
@@ -171,6 +182,9 @@ struct Kernels {
   std::vector<Version<CrossEntropyBackwardFn>> crossentropy_backward;
   std::vector<Version<SumFn>> sum;
   std::vector<Version<ScaleFn>> scale;
+  // inference (lesson 10)
+  std::vector<Version<MatvecFn>> matvec;
+  std::vector<Version<AttentionDecodeFn>> attention_decode;
   FmaPeakFn fma_peak = nullptr;  // the GPU harness's FLOP ceiling (kernels/cuda/bench/run.h)
 };
 

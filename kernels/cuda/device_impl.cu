@@ -22,6 +22,7 @@ const Kernels& table() {
     add_attention(t);
     add_gemm(t);
     add_gpt_ops(t);
+    add_decode(t);
     add_ceilings(t);
     return t;
   }();

@@ -19,6 +19,7 @@ void add_attention(Kernels& k);           // attention.cu: forward and backward
 void add_gemm(Kernels& k);                // gemm.cu: gemm (transposes, bias, accumulate), bias_backward
 void add_gpt_ops(Kernels& k);             // gpt_ops.cu: encoder, gelu backward, dropout, add, multiply,
                                           // cross-entropy loss and backward, sum, scale
+void add_decode(Kernels& k);              // decode.cu: matvec over packed weights, attention over a KV cache
 void add_ceilings(Kernels& k);            // ceilings.cu: the FP32 FMA peak kernel
 
 // This build's device (device_impl.cu): the emulator always; on the GPU build, the first

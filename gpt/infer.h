@@ -1,0 +1,118 @@
+// gpt/infer.h: generating text fast (lesson 10). A trained GPT's weights packed for
+// inference (fp32, bf16, int8, int4 or 2:4-sparse: kernels/weight_format.h), and a Decoder
+// that keeps the keys and values of past positions (the KV cache) so each new token costs
+// one row of every op instead of a forward over the whole context.
+//
+//   InferenceModel m = pack_model(model, kernels::WeightFormat::int8, be.memory());
+//   Decoder dec(m, be);                          // batch 1; KV cache (L, B, block_size, C) x 2
+//   const std::vector<float>& logits = dec.step(prompt.data(), 1, n);   // prefill: (1, n, V)
+//   ... dec.step(&next, 1, 1) ...                // one token: reads every weight once
+//
+// The Decoder calls only gpt::Backend (matvec_forward, attention_decode and the forward ops
+// of training: encoder, layernorm, residual, gelu), so it runs on naive, cpu and cuda alike.
+// Step for step its logits equal gpt_forward's on the whole context (tests/test_gpt_infer.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpt/model.h"
+#include "kernels/weight_format.h"
+
+namespace gpt {
+
+// A Linear layer's weight (rows = out channels, cols = in channels) packed in one Memory.
+struct PackedMatrix {
+  kernels::WeightFormat format = kernels::WeightFormat::f32;
+  int rows = 0, cols = 0;
+  Array<uint8_t> data;
+  Array<float> scales;
+  Array<uint8_t> index;
+  kernels::WeightsView view() const;
+  int64_t bytes() const;
+};
+
+// A GPT as the decoder reads it: per layer the four matrices (c_attn (3C, C), attn c_proj
+// (C, C), c_fc (4C, C), mlp c_proj (C, 4C)) and the output head (wte as (V, C), tied) packed
+// in `format`; the embeddings (looked up one row per token), LayerNorms and biases in fp32.
+struct InferenceModel {
+  GPTConfig config;
+  kernels::WeightFormat format = kernels::WeightFormat::f32;
+  Array<float> wte, wpe;  // (V, C), (maxT, C): the lookups
+  Array<float> vectors;   // every LayerNorm weight/bias and Linear bias, fp32
+  // pointers into `vectors` (nullptr for biases the model lacks), per layer stacked over L
+  const float *ln1w = nullptr, *ln1b = nullptr, *qkvb = nullptr, *attprojb = nullptr, *ln2w = nullptr,
+              *ln2b = nullptr, *fcb = nullptr, *fcprojb = nullptr, *lnfw = nullptr, *lnfb = nullptr;
+  std::vector<PackedMatrix> qkvw, attprojw, fcw, fcprojw;  // one per layer
+  PackedMatrix head;                                        // (V, C)
+  // Bytes one decode step at batch 1 reads from the weights: every packed matrix, the
+  // LayerNorm and bias vectors, one row of wte and one of wpe. What the bandwidth law divides.
+  int64_t weight_bytes_per_token() const;
+  // Bytes of everything held (wte and wpe whole).
+  int64_t bytes() const;
+};
+// Packs a model (in any memory) into `memory`. nn::Error when a matrix cannot be packed in
+// `format` (kernels::check_packable: int4 needs C % 32 == 0, sparse24 C % 8 == 0).
+InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory& memory = host_memory());
+// A host copy of `model` whose four Linear matrices per layer and wte (the head, tied) are
+// replaced by what `format` stores for them (kernels::unpack_weights(pack_weights(w))):
+// the float model a quantised decoder must match, and what gpt_forward evaluates to give the
+// validation loss of a format. (wte is used for the lookup too: the quantised head and the
+// lookup then read the same rounded table; the Decoder looks up its own fp32 wte, so its
+// logits match this model's to the head's rounding only, as the tests allow.)
+GPT dequantized_copy(const GPT& model, kernels::WeightFormat format);
+
+class Decoder {
+ public:
+  // Up to max_batch sequences decoded in lockstep, each up to config.block_size positions;
+  // the KV cache and every buffer in be.memory() (nn::Error if it differs from m's memory).
+  Decoder(const InferenceModel& m, Backend& be, int max_batch = 1);
+  // Positions already in the cache (the same for every sequence).
+  int pos() const { return pos_; }
+  int max_batch() const { return max_batch_; }
+  const InferenceModel& model() const { return *m_; }
+  // Forgets positions >= p (0 <= p <= pos()): speculative decoding's rejected drafts.
+  void rewind(int p);
+  void reset() { rewind(0); }
+  // Feeds n tokens to each of B <= max_batch sequences, tokens (B, n) row-major, at
+  // positions pos() .. pos()+n-1; returns their logits (B, n, V), copied to the host;
+  // pos() += n. nn::Error when pos() + n > block_size, B > max_batch or an id >= V.
+  const std::vector<float>& step(const int32_t* tokens, int B, int n);
+  // Bytes of the KV cache: 2 L max_batch block_size C floats.
+  int64_t kv_cache_bytes() const;
+
+ private:
+  const InferenceModel* m_;
+  Backend* be_;
+  int max_batch_ = 1;
+  int pos_ = 0;
+  Array<float> kcache_, vcache_, acts_;
+  Array<int32_t> ids_;
+  std::vector<float> logits_;
+};
+
+// ---- generation -----------------------------------------------------------------------------
+struct GenerateOptions {
+  int tokens = 200;
+  float temperature = 0.8f;  // 0: greedy
+  uint64_t seed = 1337;
+};
+struct GenerateStats {
+  double prefill_seconds = 0.0;  // the prompt, one step of n tokens
+  double decode_seconds = 0.0;   // the generated tokens, one step each
+  int generated = 0;
+  double tokens_per_second() const { return decode_seconds > 0 ? generated / decode_seconds : 0.0; }
+};
+// Samples `tokens` ids after `prompt` with the cache (draws as gpt::sample:
+// nn::sample_from_logits with an nn::Rng(seed) uniform per token). When the cache is full
+// (block_size positions), it refills it with the last block_size / 2 tokens (one prefill)
+// and goes on. Returns the generated ids only.
+std::vector<int32_t> generate(Decoder& dec, const std::vector<int32_t>& prompt, const GenerateOptions& o,
+                              GenerateStats* stats = nullptr);
+// The same without a cache: a full gpt_forward over the (sliding) context per token, as
+// gpt::sample does. For the cost comparison of lesson 10.
+std::vector<int32_t> generate_without_cache(GPT& model, Backend& be, const std::vector<int32_t>& prompt,
+                                            const GenerateOptions& o, GenerateStats* stats = nullptr);
+
+}  // namespace gpt

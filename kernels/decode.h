@@ -1,0 +1,94 @@
+// kernels/decode.h: the two ops a GPT spends its time in when it GENERATES text one token at
+// a time (lesson 10), over plain host buffers:
+//
+//   matvec            y (n, rows) = x (n, cols) W^T + bias, with W packed in one of the
+//                     formats of kernels/weight_format.h (fp32, bf16, int8, int4, 2:4)
+//                     and dequantised on the fly. n is small (1 token, or a few: a batch
+//                     of sequences, or the k drafts speculative decoding verifies), so
+//                     every weight is used n times per load: 2n FLOPs per weight read, far
+//                     below any machine's FLOPs per byte. Time = bytes of W / bandwidth.
+//   attention_decode  the new query rows of n positions attend over the KV cache of every
+//                     earlier position: O(T) work per token instead of recomputing O(T^2).
+//
+// Versions (code in kernels/decode.cpp):
+//   matvec v1  naive: for each output, dequantise one weight at a time; the reference.
+//   (v2, SIMD + OpenMP: issue 8's kernels helper adds it here)
+// `matvec` below is the last version in the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/weight_format.h"
+
+namespace kernels {
+
+// ---- packing (quantisation) ----------------------------------------------------------------
+// An owning packed matrix in host memory.
+struct PackedWeights {
+  WeightFormat format = WeightFormat::f32;
+  int rows = 0, cols = 0;
+  std::vector<uint8_t> data;
+  std::vector<float> scales;
+  std::vector<uint8_t> index;
+  WeightsView view() const { return {format, rows, cols, data.data(), scales.empty() ? nullptr : scales.data(),
+                                     index.empty() ? nullptr : index.data()}; }
+  size_t bytes() const { return data.size() + scales.size() * sizeof(float) + index.size(); }
+};
+// Empty string when W (rows, cols) can be packed in `f`, else why not (int4: cols % 32,
+// sparse24: cols % 8, any: rows or cols < 1).
+std::string check_packable(WeightFormat f, int rows, int cols);
+// "fp32", "bf16", "int8", "int4", "sparse24" (also "f32"); std::invalid_argument otherwise.
+WeightFormat parse_format(const std::string& name);
+// Packs W (rows, cols) row-major: rounds (bf16), quantises (int8, int4: round to nearest,
+// scales as in weight_format.h) or keeps the two largest |w| of every 4 (sparse24: on a
+// matrix already 2:4-sparse this loses nothing; ties keep the lower position).
+// std::invalid_argument when check_packable says no.
+PackedWeights pack_weights(const float* w, int rows, int cols, WeightFormat f);
+// W as the kernels see it: the floats the packed matrix stands for (rows * cols).
+void unpack_weights(const WeightsView& w, float* out);
+// fp32 -> bf16 bits, round to nearest even (NaN stays NaN), and back.
+uint16_t float_to_bf16(float x);
+float bf16_to_float(uint16_t b);
+
+// ---- matvec ----------------------------------------------------------------------------------
+// y (n, w.rows) = x (n, w.cols) W^T + bias (w.rows; may be nullptr). y is assigned; no aliasing.
+using MatvecFn = void (*)(float* y, const float* x, const WeightsView& w, const float* bias, int n);
+struct MatvecVersion {
+  int number;
+  const char* name;
+  const char* summary;
+  MatvecFn fn;
+};
+const std::vector<MatvecVersion>& matvec_versions();
+void matvec_v1(float* y, const float* x, const WeightsView& w, const float* bias, int n);
+// The fastest version (the table's last).
+void matvec(float* y, const float* x, const WeightsView& w, const float* bias, int n);
+
+// ---- attention over a KV cache ---------------------------------------------------------------
+// B sequences, each with `pos` positions already in the cache, get n new positions
+// pos .. pos+n-1 (n = 1 when generating; n > 1 for a prompt or k drafts to verify):
+//   qkv (B, n, 3C)  the new positions' q, k, v side by side (as the qkv projection writes them)
+//   kcache, vcache (B, maxT, C): first the n new k and v rows are written at [pos, pos+n),
+//   then out (B, n, C) = for query i (position pos+i) and head h (hs = C/NH):
+//     softmax over t2 in [0, pos+i] of q.k[t2] / sqrt(hs), weighted sum of v[t2]
+// exactly nn::attention_forward's rows pos..pos+n-1 on the whole sequence (causal).
+// Requires pos + n <= maxT, C % NH == 0.
+using AttentionDecodeFn = void (*)(float* out, float* kcache, float* vcache, const float* qkv, int B, int n,
+                                   int pos, int C, int NH, int maxT);
+struct AttentionDecodeVersion {
+  int number;
+  const char* name;
+  const char* summary;
+  AttentionDecodeFn fn;
+};
+const std::vector<AttentionDecodeVersion>& attention_decode_versions();
+// v1: plain loops, scores in double; the reference.
+void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int maxT);
+// The fastest version (the table's last).
+void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                      int NH, int maxT);
+
+}  // namespace kernels
