@@ -107,7 +107,9 @@ std::string machine_json(const Options& opts) {
 void write_part_json(const Options& opts, const std::string& part, const std::string& json) {
   if (opts.json_dir.empty()) return;
   fs::create_directories(opts.json_dir);
-  const fs::path path = fs::path(opts.json_dir) / ("lesson10-" + part + ".json");
+  // the cpu backend's figures are the lesson's; another backend's go beside them
+  const std::string suffix = opts.backend == "cpu" ? "" : "-" + opts.backend;
+  const fs::path path = fs::path(opts.json_dir) / ("lesson10-" + part + suffix + ".json");
   const fs::path tmp = path.string() + ".tmp";
   {
     std::ofstream f(tmp);

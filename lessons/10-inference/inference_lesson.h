@@ -13,7 +13,8 @@
 //                validation loss vs sparsity; dense tokens/s on a pruned model (no faster)
 //                and the 2:4 compressed format's bytes and tokens/s
 //   all          every part, in that order
-// Each part prints its table and, with --json-dir, writes lesson10-<part>.json there (what
+// Each part prints its table and, with --json-dir, writes lesson10-<part>.json there (-cuda,
+// -naive appended for those backends) (what
 // notebooks/10-inference.ipynb plots and scripts/bench_lesson10.sh records). The trained
 // models (a target and drafts, on Tiny Shakespeare) are trained on first use into
 // --out-dir and reused; --quick makes every model and measurement small (seconds: CI).
@@ -83,6 +84,7 @@ Splits corpus_splits(const Options& opts, const nn::CharVocab& vocab);
 // JSON of the machine the figures come from (cpu, cores, threads, backend, compiler flags).
 std::string machine_json(const Options& opts);
 // Writes `json` to <json-dir>/lesson10-<part>.json (atomic) when json_dir is set; says where.
+// A backend other than cpu writes lesson10-<part>-<backend>.json (the GPU's law beside the CPU's).
 void write_part_json(const Options& opts, const std::string& part, const std::string& json);
 
 }  // namespace lesson10
