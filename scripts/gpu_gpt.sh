@@ -13,9 +13,13 @@
 #   3. trains that model for 5000 iterations (gpt/configs/shakespeare_char_gpu.toml) at each
 #      precision in TRAIN_PRECISIONS and records the best validation loss (goal: <= 1.47,
 #      nanoGPT's 1.4697), tokens/s and MFU -> docs/benchmarks/gpt-cuda-train-<gpu>.md, logs
-#      in out/gpu-gpt/<precision>/log.jsonl (the notebook 09-gpu-training plots them).
+#      in out/gpu-gpt/<precision>/log.jsonl (the notebook 09-gpu-training plots them);
+#   4. runs lesson 10's kv, law and quant parts with --backend cuda (issue 8): decoding with
+#      the KV cache and the dequantising matvec kernels on the GPU, tokens/s against the GPU's
+#      bytes of weights -> docs/benchmarks/lesson10-<part>-cuda.json.
 # Knobs: everything scripts/gpu_bench.sh takes (SKIP_BUILD, SKIP_TESTS, QUICK, ...), and
 #   SKIP_KERNEL_BENCH=1          step 1 without the kernel benchmark (OPS= not needed)
+#   SKIP_LESSON10=1              without step 4 (lesson 10's kv, law and quant parts on the GPU)
 #   TRAIN_PRECISIONS="bf16 fp32" the training runs of step 3 (default: bf16 fp32)
 #   MAX_ITERS=5000               shorter runs to check the pipeline
 #   DATA=path/to/input.txt       Tiny Shakespeare (default: nnlab's own search, see nn/text.h)
@@ -94,8 +98,21 @@ PY
 done
 echo >> "$train_md"
 echo "Logs: out/gpu-gpt/<precision>/log.jsonl; the full output of each run: out/gpu-gpt/<precision>.txt." >> "$train_md"
+# ---- 4. lesson 10 on the GPU: the KV cache, the bandwidth law and quantisation ---------------------
+# The same parts as on the CPU (scripts/bench_lesson10.sh), with --backend cuda; JSON beside the
+# CPU's as docs/benchmarks/lesson10-<part>-cuda.json, output in out/gpu-gpt/lesson10-<part>.txt.
+if [[ -z "${SKIP_LESSON10:-}" ]]; then
+  for part in kv law quant; do
+    say "lesson10 --part $part --backend cuda"
+    args=(lesson10 --part "$part" --backend cuda --out-dir out/gpu-gpt/lesson10 --json-dir docs/benchmarks)
+    [[ -n "${DATA:-}" ]] && args+=(--data "$DATA")
+    "$nnlab" "${args[@]}" 2>&1 | tee "$logs/lesson10-$part.txt" || { echo "gpu_gpt: lesson10 --part $part FAILED" >&2; status=1; }
+  done
+fi
+
 say "records"
 echo "  docs/benchmarks/gpt-cuda-$slug.{json,md}   one step: ours vs PyTorch, per-op profile"
 echo "  $train_md                                  the 5000-step runs"
+echo "  docs/benchmarks/lesson10-{kv,law,quant}-cuda.json   lesson 10 on the GPU"
 cat "$train_md"
 exit $status
