@@ -366,5 +366,7 @@ md('''## Questions
 5. The 50% magnitude-pruned model and the 2:4 model have the same number of zeros. Why is
    only one of them faster, and which has the lower validation loss after fine-tuning? Why?'''),
 ]
+for i, cell in enumerate(nb.cells):
+    cell["id"] = f"lesson10-{i:02d}"  # stable ids: regenerating changes nothing unless a cell did
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 nbformat.write(nb, os.path.join(os.path.dirname(os.path.abspath(__file__)), "10-inference.ipynb"))
