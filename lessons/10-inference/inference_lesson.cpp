@@ -54,7 +54,7 @@ gpt::TrainOptions model_options(const Options& opts, const std::string& role) {
   if (role == "target") {
     // big enough that reading its weights dominates a decode step: 4.8M parameters
     t.n_layer = 6, t.n_head = 8, t.n_embd = 256, t.block_size = 128;
-    t.batch_size = 16, t.max_iters = 2500, t.lr = 1e-3f, t.min_lr = 1e-4f, t.warmup_iters = 100;
+    t.batch_size = 16, t.max_iters = 1500, t.lr = 1e-3f, t.min_lr = 1e-4f, t.warmup_iters = 100;
     if (opts.quick) t.n_layer = 2, t.n_head = 2, t.n_embd = 64, t.block_size = 64, t.batch_size = 8, t.max_iters = 150;
   } else if (role == "draft-s") {
     t.n_layer = 1, t.n_head = 2, t.n_embd = 64, t.block_size = 128;
