@@ -15,6 +15,7 @@ const std::vector<harness::OpBench>& ops() {
       bias_gelu_bench(),
       softmax_bench(),
       layernorm_bench(),
+      matvec_bench(),
   };
   return all;
 }
