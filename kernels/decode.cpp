@@ -314,7 +314,7 @@ typename Vec::reg load_weights(const Row& row, int c) {
         return avx2_sparse24(static_cast<const float*>(row.data) + uc / 2, row.index[uc / 8]);
     }
 #endif
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
     if constexpr (W == 16 && !Vec::portable) {
       const __m256 lo = load_weights<simd::Avx2, F>(row, c);
       const __m256 hi = load_weights<simd::Avx2, F>(row, c + 8);
@@ -385,7 +385,11 @@ void matvec_row(float* y, const float* x, const WeightsView& w, const float* bia
 template <class Vec, WeightFormat F>
 void matvec_rows(float* y, const float* x, const WeightsView& w, const float* bias, int n, bool threaded) {
   const bool parallel = threaded && static_cast<size_t>(w.rows) * static_cast<size_t>(w.cols) >= kMinThreaded;
-#pragma omp parallel for schedule(static) if (parallel)
+  if (!parallel) {
+    for (int r = 0; r < w.rows; ++r) matvec_row<Vec, F>(y, x, w, bias, n, r);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int r = 0; r < w.rows; ++r) matvec_row<Vec, F>(y, x, w, bias, n, r);
 }
 

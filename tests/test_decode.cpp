@@ -463,3 +463,23 @@ TEST_CASE("the matvec bench validates and times every version at its quick sizes
   REQUIRE_THROWS_AS(op.make("64", 1), std::invalid_argument);
   REQUIRE_THROWS_AS(op.check_size("int8:2x3x4x5"), std::invalid_argument);
 }
+
+TEST_CASE("the attention_decode bench validates every version at its quick sizes", "[decode][kernels]") {
+  const h::OpBench& op = kernels::bench::op("attention_decode");
+  h::BenchOptions opts = testing::quick_bench_options();
+  opts.sizes = op.quick_sizes;
+  std::ostringstream log;
+  const std::vector<h::Result> results = h::run_bench(op, opts, testing::fake_ceilings(), log);
+  INFO(log.str());
+  REQUIRE(results.size() == op.quick_sizes.size() * op.variants.size() * 2);
+  for (const h::Result& r : results) {
+    INFO(r.variant << " " << r.shape << " " << r.note);
+    CHECK(r.valid);
+    CHECK(r.timed);
+  }
+  const auto p = op.make("2x37x36x3", 1);
+  CHECK(p->shape() == "B=2 pos=37 C=36 NH=3");
+  CHECK(p->flops() == 4.0 * 2 * 38 * 36);
+  REQUIRE_THROWS_WITH(op.make("2x37x36x5", 1), Catch::Contains("multiple of NH"));
+  REQUIRE_THROWS_AS(op.check_size("2x37x36"), std::invalid_argument);
+}

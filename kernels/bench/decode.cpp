@@ -7,7 +7,10 @@
 // rows: a batch of sequences, or drafts to verify), FORMAT one of fp32 bf16 int8 int4 sparse24
 // (fp32 when left out), each number optionally with K or M: "int8:4Kx4K", "fp32:8x4096x4096".
 // The format is part of the size, not the variant: one problem holds one packed matrix.
+//
+// Also attention_decode (sizes "BxPOSxCxNH"): one new token per sequence over its KV cache.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <sstream>
@@ -169,7 +172,132 @@ class MatvecProblem : public harness::Problem {
   std::vector<double> want_;
 };
 
+// ---- attention_decode ------------------------------------------------------------------------
+// Sizes "BxPOSxCxNH": B sequences with POS positions in the cache, one new position each
+// (generation), C channels in NH heads: "1x1024x768x12" is GPT-2 small at context 1024.
+
+constexpr const char* kAttentionHelp = "BxPOSxCxNH (B sequences, POS cached positions, C channels, NH heads), "
+                                       "e.g. 1x1024x768x12";
+
+std::vector<harness::Variant> attention_decode_variants() {
+  std::vector<harness::Variant> out;
+  for (const AttentionDecodeVersion& v : attention_decode_versions()) {
+    std::string id = "v";
+    id += std::to_string(v.number);
+    out.push_back({id, v.name, v.summary, false});
+  }
+  return out;
+}
+
+class AttentionDecodeProblem : public harness::Problem {
+ public:
+  AttentionDecodeProblem(int B, int pos, int C, int NH, uint64_t seed)
+      : B_(B), pos_(pos), C_(C), NH_(NH), maxT_(pos + 1), uC_(static_cast<size_t>(C)),
+        cache_(static_cast<size_t>(B) * static_cast<size_t>(maxT_) * uC_), qkv_(static_cast<size_t>(B) * 3 * uC_),
+        kcache_(cache_), vcache_(cache_), out_(static_cast<size_t>(B) * uC_), want_(out_.size()) {
+    harness::fill_random(qkv_.span(), seed, -2.0f, 2.0f);
+    harness::fill_random(kcache_.span(), seed + 1, -2.0f, 2.0f);
+    harness::fill_random(vcache_.span(), seed + 2, -2.0f, 2.0f);
+    // Every run writes the same new k, v at position pos: write them now, so the reference
+    // sees the cache every run leaves.
+    for (int b = 0; b < B; ++b) {
+      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(pos)) * uC_;
+      std::copy_n(qkv_.data() + static_cast<size_t>(b) * 3 * uC_ + uC_, uC_, kcache_.data() + at);
+      std::copy_n(qkv_.data() + static_cast<size_t>(b) * 3 * uC_ + 2 * uC_, uC_, vcache_.data() + at);
+    }
+    // Reference in double: softmax over t <= pos of q.k_t / sqrt(hs), then the sum of p_t v_t.
+    const int hs = C / NH;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+    std::vector<double> p(static_cast<size_t>(pos + 1));
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < NH; ++h) {
+        const size_t head = static_cast<size_t>(h) * static_cast<size_t>(hs);
+        const float* q = qkv_.data() + static_cast<size_t>(b) * 3 * uC_ + head;
+        double mx = -1e300, sum = 0.0;
+        for (int t = 0; t <= pos; ++t) {
+          const float* k = kcache_.data() + (static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(t)) * uC_ + head;
+          double d = 0.0;
+          for (int j = 0; j < hs; ++j) d += static_cast<double>(q[j]) * k[j];
+          p[static_cast<size_t>(t)] = d * scale;
+          mx = std::max(mx, d * scale);
+        }
+        for (double& v : p) sum += (v = std::exp(v - mx));
+        for (int j = 0; j < hs; ++j) {
+          double acc = 0.0;
+          for (int t = 0; t <= pos; ++t)
+            acc += p[static_cast<size_t>(t)] *
+                   vcache_.data()[(static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(t)) * uC_ + head + static_cast<size_t>(j)];
+          want_[static_cast<size_t>(b) * uC_ + head + static_cast<size_t>(j)] = acc / sum;
+        }
+      }
+  }
+
+  std::string shape() const override {
+    std::ostringstream os;
+    os << "B=" << B_ << " pos=" << short_count(static_cast<size_t>(pos_)) << " C=" << C_ << " NH=" << NH_;
+    return os.str();
+  }
+  // q.k and p v: 2 multiply-adds per cached channel per position.
+  double flops() const override { return 4.0 * static_cast<double>(B_) * static_cast<double>(pos_ + 1) * static_cast<double>(C_); }
+  // The K and V caches read once (the part that grows with the context), qkv in, out and the
+  // new k, v rows written.
+  double bytes(size_t /*variant*/) const override {
+    return 4.0 * (2.0 * static_cast<double>(cache_) + static_cast<double>(qkv_.size()) +
+                  static_cast<double>(out_.size()) * 3.0);
+  }
+  bool flush_between_runs() const override { return !fits_in_cache(bytes(0)); }
+
+  void run(size_t variant) override {
+    attention_decode_versions()[variant].fn(out_.data(), kcache_.data(), vcache_.data(), qkv_.data(), B_, 1, pos_, C_,
+                                            NH_, maxT_);
+  }
+
+  Check validate(size_t variant) override {
+    std::fill(out_.data(), out_.data() + out_.size(), GuardedBuffer::kNaN);
+    run(variant);
+    Check c = harness::compare("out", out_.span(), want_, {1e-5, 1e-4});
+    for (const GuardedBuffer* b : {&out_, &kcache_, &vcache_}) {
+      const std::string damage = b->guard_damage(b == &out_ ? "out" : b == &kcache_ ? "kcache" : "vcache");
+      if (!damage.empty()) {
+        ++c.mismatches;
+        c.report += damage;
+      }
+    }
+    return c;
+  }
+
+ private:
+  int B_, pos_, C_, NH_, maxT_;
+  size_t uC_, cache_;
+  GuardedBuffer qkv_, kcache_, vcache_, out_;
+  std::vector<double> want_;
+};
+
 }  // namespace
+
+harness::OpBench attention_decode_bench() {
+  harness::OpBench op;
+  op.name = "attention_decode";
+  op.summary = "one new position per sequence attends over its KV cache: bytes of the cache per token";
+  op.size_help = kAttentionHelp;
+  // GPT-2 small's attention (C = 768, 12 heads) at contexts 1024 (6 MB of cache) and 8192
+  // (50 MB), and 8 sequences at 1024.
+  op.default_sizes = {"1x1024x768x12", "1x8192x768x12", "8x1024x768x12"};
+  op.quick_sizes = {"2x37x36x3", "1x5x64x2"};
+  op.variants = attention_decode_variants();
+  op.check_size = [](const std::string& size) {
+    const std::vector<size_t> d = parse_dims("attention_decode", size, 4, kAttentionHelp);
+    if (d[2] % d[3] != 0)
+      throw std::invalid_argument("attention_decode size '" + size + "': C must be a multiple of NH");
+  };
+  op.make = [check = op.check_size](const std::string& size, uint64_t seed) -> std::unique_ptr<harness::Problem> {
+    check(size);
+    const std::vector<size_t> d = parse_dims("attention_decode", size, 4, kAttentionHelp);
+    return std::make_unique<AttentionDecodeProblem>(static_cast<int>(d[0]), static_cast<int>(d[1]),
+                                                    static_cast<int>(d[2]), static_cast<int>(d[3]), seed);
+  };
+  return op;
+}
 
 harness::OpBench matvec_bench() {
   harness::OpBench op;
