@@ -274,7 +274,11 @@ void check_matvec_case(const MatvecCase& m) {
   h::GuardedBuffer y1(std::max<size_t>(ny, 1), 1);
   kernels::matvec_v1(y1.data(), x.data(), p.view(), b, m.n);
   std::vector<std::pair<std::string, kernels::MatvecFn>> fns;
-  for (const kernels::MatvecVersion& v : kernels::matvec_versions()) fns.emplace_back("v" + std::to_string(v.number), v.fn);
+  for (const kernels::MatvecVersion& v : kernels::matvec_versions()) {
+    std::string id = "v";  // not "v" + to_string: GCC 12's -Wrestrict false positive
+    id += std::to_string(v.number);
+    fns.emplace_back(id, v.fn);
+  }
   fns.emplace_back("portable", kernels::matvec_portable);
   // Sums of cols products of magnitude < 2, in float: a few ulps of the sum's size.
   const h::Tolerance tol{2e-6 * m.cols, 1e-5};
