@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/simd.h"
+
 namespace kernels {
 
 namespace {
@@ -163,9 +165,277 @@ void matvec_v1(float* y, const float* x, const WeightsView& w, const float* bias
   }
 }
 
+// ---- matvec v2, v3: SIMD, dequantised in registers --------------------------------------------
+// The plain loop every version computes (v1 above, one weight at a time):
+//   y[b, r] = bias[r] + sum_c W[r, c] x[b, c]          for b < n, r < rows
+// v1 walks b outermost, so it reads all of W once per input row: n times per call. v2 turns
+// the loops round: for each row r it streams W[r, :] from memory once, dequantises W lanes
+// (a register's worth) at a time, and multiplies that register into every input row b, so W
+// is read once per call whatever n is (the batch > 1 lesson: a step of n sequences costs
+// about what a step of one costs while the weights dominate the bytes).
+//
+// Inputs are taken kBatch at a time: kBatch inputs x 2 registers of columns = 8 accumulators
+// (AVX2 has 16 ymm registers: 8 accumulators, 2 weight registers and the x loads fit; and 2
+// FMA ports x 4-cycle latency want 8 independent sums in flight). With n > kBatch the row is
+// walked again for the next kBatch inputs, but from L1/L2 (a row is cols x bytes/weight: 16
+// KB of fp32 at cols = 4096), not from memory.
+namespace {
+
+using V = simd::Native;
+constexpr int kBatch = 4;
+// Below this many weights a call is a few microseconds, about what waking the threads
+// costs: v3 runs it on one thread.
+constexpr size_t kMinThreaded = size_t{1} << 15;
+
+// One row of a packed matrix: where its weights, scales and index bytes start.
+struct Row {
+  const void* data;
+  const float* scales;   // int8: this row's scale; int4: this row's first group's scale
+  const uint8_t* index;  // sparse24: this row's first index byte (cols % 8 == 0: whole bytes)
+};
+
+Row row_of(const WeightsView& w, int r) {
+  const size_t first = static_cast<size_t>(r) * static_cast<size_t>(w.cols);  // first weight of row r
+  Row row{nullptr, nullptr, nullptr};
+  switch (w.format) {
+    case WeightFormat::f32: row.data = static_cast<const float*>(w.data) + first; break;
+    case WeightFormat::bf16: row.data = static_cast<const uint16_t*>(w.data) + first; break;
+    case WeightFormat::int8:
+      row.data = static_cast<const int8_t*>(w.data) + first;
+      row.scales = w.scales + r;
+      break;
+    case WeightFormat::int4:
+      row.data = static_cast<const uint8_t*>(w.data) + first / 2;
+      row.scales = w.scales + first / kInt4Group;
+      break;
+    case WeightFormat::sparse24:
+      row.data = static_cast<const float*>(w.data) + first / 2;
+      row.index = w.index + first / 8;
+      break;
+  }
+  return row;
+}
+
+// Weight c of a row as a float, one at a time: the tails and the portable fallback. int8
+// leaves the row's scale out (v2 applies it once to the row's sum), int4 applies its group's.
+template <WeightFormat F>
+float scalar_weight(const Row& row, int c) {
+  const auto uc = static_cast<size_t>(c);
+  if constexpr (F == WeightFormat::f32) {
+    return static_cast<const float*>(row.data)[uc];
+  } else if constexpr (F == WeightFormat::bf16) {
+    return bf16_to_float(static_cast<const uint16_t*>(row.data)[uc]);
+  } else if constexpr (F == WeightFormat::int8) {
+    return static_cast<float>(static_cast<const int8_t*>(row.data)[uc]);
+  } else if constexpr (F == WeightFormat::int4) {
+    const uint8_t byte = static_cast<const uint8_t*>(row.data)[uc / 2];
+    const int q = ((c & 1) ? (byte >> 4) : (byte & 0xF)) - 8;
+    return row.scales[uc / kInt4Group] * static_cast<float>(q);
+  } else {
+    const size_t g = uc / 4;  // the group of 4 columns within the row
+    const uint8_t nib = static_cast<uint8_t>((g & 1) ? (row.index[g / 2] >> 4) : (row.index[g / 2] & 0xF));
+    const int p0 = nib & 3, p1 = (nib >> 2) & 3, p = c & 3;
+    const float* vals = static_cast<const float*>(row.data) + g * 2;
+    return p == p0 ? vals[0] : p == p1 ? vals[1] : 0.0f;
+  }
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+// ---- AVX2: 8 weights at column c (a multiple of 8) into one ymm register ----
+// bf16: a bf16 is the top half of an fp32, so widening u16 -> u32 and shifting left by 16
+// IS the conversion (no rounding, no arithmetic).
+inline __m256 avx2_bf16(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));  // 8 x u16
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+// int8: sign-extend 8 x i8 to i32, convert to float (q; the scale comes at the row's end).
+inline __m256 avx2_int8(const int8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));  // 8 x i8
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+}
+// int4: 4 bytes hold columns c..c+7 (2j low nibble, 2j+1 high). Doubling every byte
+// (b0 b0 b1 b1 ...) and widening to 8 x u32 puts byte j in lanes 2j and 2j+1; shifting the
+// odd lanes right by 4 and masking leaves each lane its nibble; minus 8 gives q in [-7, 7].
+inline __m256 avx2_int4(const uint8_t* p, float scale) {
+  uint32_t four = 0;
+  std::memcpy(&four, p, 4);
+  const __m128i b = _mm_cvtsi32_si128(static_cast<int>(four));
+  const __m256i lanes = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+  const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(lanes, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
+                                       _mm256_set1_epi32(0xF));
+  const __m256 q = _mm256_cvtepi32_ps(_mm256_sub_epi32(nib, _mm256_set1_epi32(8)));
+  return _mm256_mul_ps(q, _mm256_set1_ps(scale));
+}
+// sparse24: columns c..c+7 are two groups: 4 kept values and one index byte. A table built
+// once maps each of the 256 index bytes to the permutation that moves value k to its column
+// (lane 4 of the zero-extended values is 0.0: the columns that were pruned).
+struct Sparse24Table {
+  alignas(32) int32_t perm[256][8];
+  Sparse24Table() {
+    for (int byte = 0; byte < 256; ++byte) {
+      for (int lane = 0; lane < 8; ++lane) perm[byte][lane] = 4;
+      for (int half = 0; half < 2; ++half) {
+        const int nib = (byte >> (4 * half)) & 0xF;
+        const int p0 = nib & 3, p1 = (nib >> 2) & 3;
+        perm[byte][4 * half + p1] = 2 * half + 1;
+        perm[byte][4 * half + p0] = 2 * half;  // after p1: p0 wins if they coincide, as in weight_at
+      }
+    }
+  }
+};
+inline const Sparse24Table& sparse24_table() {
+  static const Sparse24Table table;
+  return table;
+}
+inline __m256 avx2_sparse24(const float* vals, uint8_t index_byte) {
+  const __m256 v = _mm256_zextps128_ps256(_mm_loadu_ps(vals));  // 4 values, then 4 zeros
+  const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(sparse24_table().perm[index_byte]));
+  return _mm256_permutevar8x32_ps(v, perm);
+}
+#endif
+
+// W consecutive weights of a row, from column c (a multiple of V::lanes), as one register.
+// AVX2 dequantises in the register; AVX-512 does it as two AVX2 halves; every other target
+// (NEON, Portable) dequantises through a small buffer with scalar_weight: the same numbers.
+template <class Vec, WeightFormat F>
+typename Vec::reg load_weights(const Row& row, int c) {
+  constexpr int W = Vec::lanes;
+  const auto uc = static_cast<size_t>(c);
+  if constexpr (F == WeightFormat::f32) {
+    return Vec::load(static_cast<const float*>(row.data) + uc);
+  } else {
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (W == 8 && !Vec::portable) {
+      if constexpr (F == WeightFormat::bf16) return avx2_bf16(static_cast<const uint16_t*>(row.data) + uc);
+      if constexpr (F == WeightFormat::int8) return avx2_int8(static_cast<const int8_t*>(row.data) + uc);
+      if constexpr (F == WeightFormat::int4)
+        return avx2_int4(static_cast<const uint8_t*>(row.data) + uc / 2, row.scales[uc / kInt4Group]);
+      if constexpr (F == WeightFormat::sparse24)
+        return avx2_sparse24(static_cast<const float*>(row.data) + uc / 2, row.index[uc / 8]);
+    }
+#endif
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+    if constexpr (W == 16 && !Vec::portable) {
+      const __m256 lo = load_weights<simd::Avx2, F>(row, c);
+      const __m256 hi = load_weights<simd::Avx2, F>(row, c + 8);
+      return _mm512_castpd_ps(
+          _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+    }
+#endif
+    float buf[W];
+    for (int j = 0; j < W; ++j) buf[j] = scalar_weight<F>(row, c + j);
+    return Vec::load(buf);
+  }
+}
+
+// sums[b] = sum_c W[r, c] x[b, c] for NB inputs (x rows cols apart): one pass over the row.
+template <class Vec, WeightFormat F, int NB>
+void row_dot(float* sums, const Row& row, const float* x, int cols) {
+  constexpr int W = Vec::lanes;
+  const auto ucols = static_cast<size_t>(cols);
+  typename Vec::reg acc0[NB], acc1[NB];  // two registers of columns per input
+  for (int b = 0; b < NB; ++b) acc0[b] = acc1[b] = Vec::zero();
+  int c = 0;
+  for (; c + 2 * W <= cols; c += 2 * W) {
+    const typename Vec::reg w0 = load_weights<Vec, F>(row, c);
+    const typename Vec::reg w1 = load_weights<Vec, F>(row, c + W);
+    for (int b = 0; b < NB; ++b) {
+      const float* xb = x + static_cast<size_t>(b) * ucols;
+      acc0[b] = Vec::fma(w0, Vec::load(xb + c), acc0[b]);
+      acc1[b] = Vec::fma(w1, Vec::load(xb + c + W), acc1[b]);
+    }
+  }
+  for (; c + W <= cols; c += W) {
+    const typename Vec::reg w0 = load_weights<Vec, F>(row, c);
+    for (int b = 0; b < NB; ++b) acc0[b] = Vec::fma(w0, Vec::load(x + static_cast<size_t>(b) * ucols + c), acc0[b]);
+  }
+  for (int b = 0; b < NB; ++b) sums[b] = Vec::sum(Vec::add(acc0[b], acc1[b]));
+  for (; c < cols; ++c) {  // the last cols % W columns (f32, bf16, int8 of any width; sparse24 on AVX-512)
+    const float wc = scalar_weight<F>(row, c);
+    for (int b = 0; b < NB; ++b) sums[b] += wc * x[static_cast<size_t>(b) * ucols + static_cast<size_t>(c)];
+  }
+}
+
+// Output row r for all n inputs: y[b, r] for b < n. Reads W[r, :] from memory once.
+template <class Vec, WeightFormat F>
+void matvec_row(float* y, const float* x, const WeightsView& w, const float* bias, int n, int r) {
+  const Row row = row_of(w, r);
+  const auto ucols = static_cast<size_t>(w.cols), urows = static_cast<size_t>(w.rows);
+  for (int b0 = 0; b0 < n; b0 += kBatch) {
+    float sums[kBatch];
+    const float* xb = x + static_cast<size_t>(b0) * ucols;
+    switch (std::min(kBatch, n - b0)) {
+      case 1: row_dot<Vec, F, 1>(sums, row, xb, w.cols); break;
+      case 2: row_dot<Vec, F, 2>(sums, row, xb, w.cols); break;
+      case 3: row_dot<Vec, F, 3>(sums, row, xb, w.cols); break;
+      default: row_dot<Vec, F, kBatch>(sums, row, xb, w.cols); break;
+    }
+    for (int b = 0; b < std::min(kBatch, n - b0); ++b) {
+      float v = sums[b];
+      if constexpr (F == WeightFormat::int8) v *= *row.scales;  // the row's scale, once per row
+      if (bias != nullptr) v += bias[r];
+      y[static_cast<size_t>(b0 + b) * urows + static_cast<size_t>(r)] = v;
+    }
+  }
+}
+
+// Rows [r0, r1) in order; `threaded`: across OpenMP threads, contiguous blocks of rows each
+// (schedule(static)). Each output is one thread's fixed-order sum either way, so v2 and v3
+// agree bit for bit, at any thread count.
+template <class Vec, WeightFormat F>
+void matvec_rows(float* y, const float* x, const WeightsView& w, const float* bias, int n, bool threaded) {
+  const bool parallel = threaded && static_cast<size_t>(w.rows) * static_cast<size_t>(w.cols) >= kMinThreaded;
+  if (!parallel) {
+    for (int r = 0; r < w.rows; ++r) matvec_row<Vec, F>(y, x, w, bias, n, r);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < w.rows; ++r) matvec_row<Vec, F>(y, x, w, bias, n, r);
+}
+
+template <class Vec>
+void matvec_simd(float* y, const float* x, const WeightsView& w, const float* bias, int n, bool threaded) {
+  switch (w.format) {
+    case WeightFormat::f32: matvec_rows<Vec, WeightFormat::f32>(y, x, w, bias, n, threaded); break;
+    case WeightFormat::bf16: matvec_rows<Vec, WeightFormat::bf16>(y, x, w, bias, n, threaded); break;
+    case WeightFormat::int8: matvec_rows<Vec, WeightFormat::int8>(y, x, w, bias, n, threaded); break;
+    case WeightFormat::int4: matvec_rows<Vec, WeightFormat::int4>(y, x, w, bias, n, threaded); break;
+    case WeightFormat::sparse24: matvec_rows<Vec, WeightFormat::sparse24>(y, x, w, bias, n, threaded); break;
+  }
+}
+
+void check_matvec(const WeightsView& w, int n) {
+  const std::string why = check_packable(w.format, w.rows, w.cols);
+  if (!why.empty()) throw std::invalid_argument(std::string("matvec on a ") + format_name(w.format) + " matrix: " + why);
+  if (n < 0) throw std::invalid_argument("matvec: n must be >= 0, got " + std::to_string(n));
+}
+
+}  // namespace
+
+// ---- v2: SIMD, one thread ----------------------------------------------------------------------
+void matvec_v2(float* y, const float* x, const WeightsView& w, const float* bias, int n) {
+  check_matvec(w, n);
+  matvec_simd<V>(y, x, w, bias, n, false);
+}
+
+// ---- v3: v2's rows across OpenMP threads ------------------------------------------------------
+// One thread cannot keep enough loads in flight to use a socket's memory bandwidth; several
+// streaming disjoint blocks of rows can.
+void matvec_v3(float* y, const float* x, const WeightsView& w, const float* bias, int n) {
+  check_matvec(w, n);
+  matvec_simd<V>(y, x, w, bias, n, true);
+}
+
+void matvec_portable(float* y, const float* x, const WeightsView& w, const float* bias, int n) {
+  check_matvec(w, n);
+  matvec_simd<simd::Portable<8>>(y, x, w, bias, n, false);
+}
+
 const std::vector<MatvecVersion>& matvec_versions() {
   static const std::vector<MatvecVersion> versions = {
       {1, "naive", "one weight at a time: dequantise, multiply, add (the reference)", matvec_v1},
+      {2, "simd", "dequantise a register of weights at a time; each row read once for all n inputs", matvec_v2},
+      {3, "simd-threads", "v2 with the rows split across OpenMP threads", matvec_v3},
   };
   return versions;
 }
@@ -219,9 +489,97 @@ void attention_decode_v1(float* out, float* kcache, float* vcache, const float* 
       }
 }
 
+// ---- attention_decode v2: threads over (b, i, h), float SIMD --------------------------------------
+// v1's arithmetic in float, two passes over a scores buffer per (sequence b, new position i,
+// head h): pass 1 scores[t] = q.k_t / sqrt(hs) for t <= pos+i (SIMD dot products over hs) and
+// their max; pass 2 p_t = exp(scores[t] - max), out = sum_t p_t v_t / sum_t p_t, accumulated
+// as hs-wide rows (o += p_t v_t reads v_t in order, one cache line after the next). The
+// B * n * NH items are independent: OpenMP hands them out in contiguous blocks
+// (schedule(static)), each item one thread's fixed-order loop, so results do not depend on
+// the thread count.
+namespace {
+
+// q . k over hs floats.
+float dot(const float* q, const float* k, int hs) {
+  constexpr int W = V::lanes;
+  V::reg acc = V::zero();
+  int j = 0;
+  for (; j + W <= hs; j += W) acc = V::fma(V::load(q + j), V::load(k + j), acc);
+  float s = V::sum(acc);
+  for (; j < hs; ++j) s += q[j] * k[j];
+  return s;
+}
+
+// o += p * v over hs floats.
+void axpy(float* o, float p, const float* v, int hs) {
+  constexpr int W = V::lanes;
+  const V::reg vp = V::set1(p);
+  int j = 0;
+  for (; j + W <= hs; j += W) V::store(o + j, V::fma(vp, V::load(v + j), V::load(o + j)));
+  for (; j < hs; ++j) o[j] += p * v[j];
+}
+
+}  // namespace
+
+void attention_decode_v2(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int maxT) {
+  // qkv (B, n, 3C), kcache, vcache (B, maxT, C), out (B, n, C)
+  if (NH < 1 || C % NH != 0 || pos < 0 || n < 0 || pos + n > maxT)
+    throw std::invalid_argument("attention_decode: needs C % NH == 0 and 0 <= pos, pos + n <= maxT; got C=" +
+                                std::to_string(C) + " NH=" + std::to_string(NH) + " pos=" + std::to_string(pos) +
+                                " n=" + std::to_string(n) + " maxT=" + std::to_string(maxT));
+  const int hs = C / NH;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+  const size_t uC = static_cast<size_t>(C);
+  // 1. append the new keys and values (before any query reads them: query i sees i's own k, v)
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < n; ++i) {
+      const float* row = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * 3 * uC;
+      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uC;
+      std::memcpy(kcache + at, row + uC, uC * sizeof(float));
+      std::memcpy(vcache + at, row + 2 * uC, uC * sizeof(float));
+    }
+  // 2. every (b, i, h) on its own
+  const int items = B * n * NH;
+  const bool parallel = static_cast<size_t>(items) * static_cast<size_t>(pos + n) * uC >= kMinThreaded;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> score(static_cast<size_t>(pos + n));  // one per thread
+#pragma omp for schedule(static)
+    for (int item = 0; item < items; ++item) {
+      const int h = item % NH, i = (item / NH) % n, b = item / (NH * n);
+      const size_t head = static_cast<size_t>(h) * static_cast<size_t>(hs);
+      const size_t bi = static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i);
+      const float* q = qkv + bi * 3 * uC + head;
+      const float* kb = kcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * uC + head;
+      const float* vb = vcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * uC + head;
+      const int len = pos + i + 1;  // causal: positions 0 .. pos+i
+      // pass 1: scores and their max
+      float mx = -INFINITY;
+      for (int t = 0; t < len; ++t) {
+        const float s = dot(q, kb + static_cast<size_t>(t) * uC, hs) * scale;
+        score[static_cast<size_t>(t)] = s;
+        mx = std::max(mx, s);
+      }
+      // pass 2: out = sum_t exp(s_t - max) v_t / sum_t exp(s_t - max)
+      float* o = out + bi * uC + head;
+      std::fill(o, o + hs, 0.0f);
+      double sum = 0.0;
+      for (int t = 0; t < len; ++t) {
+        const float p = std::exp(score[static_cast<size_t>(t)] - mx);
+        sum += p;
+        axpy(o, p, vb + static_cast<size_t>(t) * uC, hs);
+      }
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (int j = 0; j < hs; ++j) o[j] *= inv;
+    }
+  }
+}
+
 const std::vector<AttentionDecodeVersion>& attention_decode_versions() {
   static const std::vector<AttentionDecodeVersion> versions = {
       {1, "naive", "plain loops over the cache, scores in double (the reference)", attention_decode_v1},
+      {2, "simd-threads", "float SIMD dot products, (b, i, h) across OpenMP threads", attention_decode_v2},
   };
   return versions;
 }

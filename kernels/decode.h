@@ -11,9 +11,28 @@
 //                     earlier position: O(T) work per token instead of recomputing O(T^2).
 //
 // Versions (code in kernels/decode.cpp):
-//   matvec v1  naive: for each output, dequantise one weight at a time; the reference.
-//   (v2, SIMD + OpenMP: issue 8's kernels helper adds it here)
-// `matvec` below is the last version in the table.
+//   matvec v1  naive: for each input row, for each output, dequantise one weight at a time
+//              (a switch on the format per weight); the reference. Its input loop is the
+//              outer one, so it reads all of W once PER INPUT ROW: n times per call.
+//   matvec v2  simd: one kernel per format, dequantising a register of weights at a time
+//              (bf16: widen and shift into the high half; int8: widen and convert, the row's
+//              scale applied once to its sum; int4: unpack nibbles, minus 8, times the group's
+//              scale; sparse24: a 256-entry table turns each index byte into the permutation
+//              that puts the 4 kept values of 2 groups in their 8 columns), and the loops
+//              turned round: each weight row is read once and used for all n inputs (4 at a
+//              time, 8 accumulators). Attacks v1's per-weight decode (compute) and its n
+//              reads of W (bytes). One thread.
+//   matvec v3  simd-threads: v2's rows split across OpenMP threads in contiguous blocks
+//              (schedule(static)): one core cannot keep enough loads in flight to use the
+//              socket's bandwidth. Same sums in the same order: bit for bit v2's output.
+//   attention_decode v1  naive: plain loops, scores in double; the reference.
+//   attention_decode v2  simd-threads: float SIMD dot products over a head's channels,
+//              two passes over a scores buffer, the (b, i, h) items across OpenMP threads.
+// The SIMD code dequantises in registers on AVX2 (and as two AVX2 halves on AVX-512); other
+// targets (NEON, and the Portable<8> fallback the tests also run) go through a small buffer
+// of scalar dequantised weights: the same numbers. `nnlab bench matvec` measures them
+// (kernels/bench/decode.cpp: sizes like int8:4096x4096 or fp32:8x4096x4096).
+// `matvec` and `attention_decode` below are the last versions in their tables.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +82,12 @@ struct MatvecVersion {
 };
 const std::vector<MatvecVersion>& matvec_versions();
 void matvec_v1(float* y, const float* x, const WeightsView& w, const float* bias, int n);
+// v2 and v3 throw std::invalid_argument when w's sizes do not suit its format (check_packable).
+void matvec_v2(float* y, const float* x, const WeightsView& w, const float* bias, int n);
+void matvec_v3(float* y, const float* x, const WeightsView& w, const float* bias, int n);
+// v2's kernel instantiated with simd::Portable<8> (plain loops, scalar dequantisation): the
+// fallback NEON uses, run by the tests on every machine.
+void matvec_portable(float* y, const float* x, const WeightsView& w, const float* bias, int n);
 // The fastest version (the table's last).
 void matvec(float* y, const float* x, const WeightsView& w, const float* bias, int n);
 
@@ -86,6 +111,9 @@ struct AttentionDecodeVersion {
 const std::vector<AttentionDecodeVersion>& attention_decode_versions();
 // v1: plain loops, scores in double; the reference.
 void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int maxT);
+// v2: float, threads over (b, i, h); std::invalid_argument on sizes it cannot serve.
+void attention_decode_v2(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
                          int NH, int maxT);
 // The fastest version (the table's last).
 void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,

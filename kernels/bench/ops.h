@@ -25,6 +25,8 @@ harness::OpBench cos2_bench();
 harness::OpBench bias_gelu_bench();
 harness::OpBench softmax_bench();
 harness::OpBench layernorm_bench();
+harness::OpBench matvec_bench();
+harness::OpBench attention_decode_bench();
 
 // ---- helpers the op descriptions share (kernels/bench/registry.cpp) ----------------------
 // A size as `count` numbers joined by 'x' ("64x50257"), each optionally ending in K

@@ -15,6 +15,8 @@ const std::vector<harness::OpBench>& ops() {
       bias_gelu_bench(),
       softmax_bench(),
       layernorm_bench(),
+      matvec_bench(),
+      attention_decode_bench(),
   };
   return all;
 }

@@ -1,0 +1,489 @@
+// kernels/decode: the packed weight formats (kernels/weight_format.h) and the two inference
+// ops. Packing round trips with their error bounds (bf16 rounding to nearest even on hand
+// values, int8 per row, int4 per group of 32, sparse24 keeping the two largest of every 4 and
+// its index nibbles as documented), the errors, every matvec version against v1 and against a
+// plain double matmul on the unpacked weights (odd sizes, n = 1, 3 and more than one batch of
+// 4, with and without bias, misaligned inputs, NaN-filled outputs with sentinels after them),
+// and attention over a KV cache against nn::attention_forward on the whole sequence.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/bench/ops.h"
+#include "kernels/decode.h"
+#include "kernels/harness.h"
+#include "kernels/weight_format.h"
+#include "nn/attention.h"
+#include "tests/bench_test_util.h"
+
+namespace h = kernels::harness;
+using kernels::WeightFormat;
+
+namespace {
+
+constexpr WeightFormat kFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::int8, WeightFormat::int4,
+                                     WeightFormat::sparse24};
+
+std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::vector<float> v(n);
+  h::fill_random(v, seed, lo, hi);
+  return v;
+}
+
+std::vector<float> unpacked(const kernels::PackedWeights& p) {
+  std::vector<float> out(static_cast<size_t>(p.rows) * static_cast<size_t>(p.cols));
+  kernels::unpack_weights(p.view(), out.data());
+  return out;
+}
+
+void require_ok(const h::Check& c, const std::string& what) {
+  INFO(what << "\n" << c.report);
+  REQUIRE(c.ok());
+}
+
+void require_guards(const h::GuardedBuffer& b, const std::string& name) {
+  const std::string damage = b.guard_damage(name);
+  INFO(damage);
+  REQUIRE(damage.empty());
+}
+
+float bits_to_float(uint32_t u) {
+  float f = 0.0f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+// ---- packing ---------------------------------------------------------------------------------
+
+TEST_CASE("bf16 rounds to nearest even and stays within 2^-8 relative", "[decode][kernels]") {
+  using kernels::bf16_to_float;
+  using kernels::float_to_bf16;
+  CHECK(float_to_bf16(1.0f) == 0x3F80);
+  CHECK(float_to_bf16(-2.0f) == 0xC000);
+  CHECK(float_to_bf16(0.0f) == 0x0000);
+  CHECK(float_to_bf16(std::numeric_limits<float>::infinity()) == 0x7F80);
+  // 1 + 2^-8 lies halfway between 1 (0x3F80, even) and 1 + 2^-7 (0x3F81): to even, down.
+  CHECK(float_to_bf16(bits_to_float(0x3F808000u)) == 0x3F80);
+  // 1 + 3 * 2^-8: halfway between 0x3F81 (odd) and 0x3F82 (even): up.
+  CHECK(float_to_bf16(bits_to_float(0x3F818000u)) == 0x3F82);
+  // Just above halfway rounds up, just below rounds down.
+  CHECK(float_to_bf16(bits_to_float(0x3F808001u)) == 0x3F81);
+  CHECK(float_to_bf16(bits_to_float(0x3F807FFFu)) == 0x3F80);
+  // A carry out of the mantissa moves the exponent: just under 2 rounds to 2.
+  CHECK(float_to_bf16(bits_to_float(0x3FFFFFFFu)) == 0x4000);
+  CHECK(std::isnan(bf16_to_float(float_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  CHECK(bf16_to_float(0x3F81) == 1.0f + 1.0f / 128.0f);
+
+  const std::vector<float> x = random_vector(10000, 3, -100.0f, 100.0f);
+  double worst = 0.0;
+  for (const float v : x) {
+    if (v == 0.0f) continue;
+    worst = std::max(worst, std::fabs(static_cast<double>(bf16_to_float(float_to_bf16(v))) - v) / std::fabs(v));
+  }
+  CHECK(worst <= std::ldexp(1.0, -8));
+  CHECK(worst > std::ldexp(1.0, -10));  // it does round: not a copy of the float
+}
+
+TEST_CASE("int8 packs per row: a row's max maps to +-127, every weight within scale/2", "[decode][kernels]") {
+  const int rows = 37, cols = 75;
+  std::vector<float> w = random_vector(static_cast<size_t>(rows) * cols, 5, -2.0f, 2.0f);
+  for (int c = 0; c < cols; ++c) w[static_cast<size_t>(4) * cols + c] = 0.0f;  // an all-zero row
+  w[static_cast<size_t>(6) * cols + 10] = -7.5f;                                // a row led by a negative
+  const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, WeightFormat::int8);
+  REQUIRE(p.data.size() == static_cast<size_t>(rows) * cols);
+  REQUIRE(p.scales.size() == static_cast<size_t>(rows));
+  REQUIRE(p.bytes() == kernels::format_bytes(WeightFormat::int8, rows, cols));
+  const std::vector<float> back = unpacked(p);
+  const auto* q = reinterpret_cast<const int8_t*>(p.data.data());
+  for (int r = 0; r < rows; ++r) {
+    const float scale = p.scales[static_cast<size_t>(r)];
+    float amax = 0.0f;
+    for (int c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(w[static_cast<size_t>(r) * cols + c]));
+    CHECK(scale == Approx(amax / 127.0f));
+    int qmax = 0;
+    for (int c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(r) * cols + c;
+      INFO("row " << r << " col " << c);
+      CHECK(std::fabs(back[i] - w[i]) <= scale / 2 * (1 + 1e-5f));
+      CHECK(q[i] >= -127);
+      if (std::fabs(w[i]) == amax && amax > 0.0f) CHECK(q[i] == (w[i] > 0 ? 127 : -127));
+      qmax = std::max(qmax, std::abs(static_cast<int>(q[i])));
+    }
+    CHECK(qmax == (r == 4 ? 0 : 127));
+  }
+  CHECK(p.scales[4] == 0.0f);
+  CHECK(q[static_cast<size_t>(6) * cols + 10] == -127);
+}
+
+TEST_CASE("int4 packs per group of 32: a group's max maps to +-7, nibbles low then high", "[decode][kernels]") {
+  const int rows = 5, cols = 96;
+  std::vector<float> w = random_vector(static_cast<size_t>(rows) * cols, 7);
+  for (int c = 32; c < 64; ++c) w[static_cast<size_t>(2) * cols + c] = 0.0f;  // an all-zero group
+  const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, WeightFormat::int4);
+  REQUIRE(p.data.size() == static_cast<size_t>(rows) * cols / 2);
+  REQUIRE(p.scales.size() == static_cast<size_t>(rows) * cols / 32);
+  const std::vector<float> back = unpacked(p);
+  for (size_t g = 0; g < p.scales.size(); ++g) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(w[g * 32 + static_cast<size_t>(j)]));
+    const float scale = p.scales[g];
+    CHECK(scale == Approx(amax / 7.0f));
+    int qmax = 0;
+    for (int j = 0; j < 32; ++j) {
+      const size_t i = g * 32 + static_cast<size_t>(j);
+      const int stored = (i & 1) ? (p.data[i / 2] >> 4) : (p.data[i / 2] & 0xF);
+      const int qi = stored - 8;
+      INFO("group " << g << " column " << j);
+      CHECK(qi >= -7);
+      CHECK(qi <= 7);
+      CHECK(back[i] == scale * static_cast<float>(qi));
+      CHECK(std::fabs(back[i] - w[i]) <= scale / 2 * (1 + 1e-5f));
+      qmax = std::max(qmax, std::abs(qi));
+    }
+    CHECK(qmax == (g == 2 * 3 + 1 ? 0 : 7));  // row 2's second group is the zero one
+  }
+  // By hand: a group whose largest |w| is 7 has scale 1, so q is w rounded.
+  std::vector<float> hand(32, 0.0f);
+  hand[0] = 7.0f;   // q = 7, stored 15 in the low nibble of byte 0
+  hand[1] = -7.0f;  // q = -7, stored 1 in the high nibble of byte 0
+  hand[2] = 2.0f;   // q = 2, stored 10
+  hand[3] = -0.4f;  // rounds to 0, stored 8
+  const kernels::PackedWeights ph = kernels::pack_weights(hand.data(), 1, 32, WeightFormat::int4);
+  CHECK(ph.scales[0] == 1.0f);
+  CHECK(ph.data[0] == (15 | 1 << 4));
+  CHECK(ph.data[1] == (10 | 8 << 4));
+  CHECK(ph.data[2] == (8 | 8 << 4));
+}
+
+TEST_CASE("sparse24 keeps the two largest of every 4, and loses nothing on a 2:4 matrix", "[decode][kernels]") {
+  // By hand: group 0 keeps positions 1, 3; group 1 (a tie) keeps 0, 3; group 2 (a three-way
+  // tie) keeps the lower positions 0, 1; group 3 keeps 1, 2.
+  const std::vector<float> hand = {0.1f, -5.0f, 0.2f, 3.0f, 4.0f, 0.0f, 0.0f, -4.0f,
+                                   1.0f, 1.0f, -1.0f, 0.0f, 0.0f, 2.0f, -3.0f, 0.5f};
+  const kernels::PackedWeights ph = kernels::pack_weights(hand.data(), 1, 16, WeightFormat::sparse24);
+  REQUIRE(ph.index.size() == 2);
+  CHECK(ph.index[0] == ((1 | 3 << 2) | (0 | 3 << 2) << 4));
+  CHECK(ph.index[1] == ((0 | 1 << 2) | (1 | 2 << 2) << 4));
+  const auto* vals = reinterpret_cast<const float*>(ph.data.data());
+  const std::vector<float> want_vals = {-5.0f, 3.0f, 4.0f, -4.0f, 1.0f, 1.0f, 2.0f, -3.0f};
+  CHECK(std::vector<float>(vals, vals + 8) == want_vals);
+  const std::vector<float> want_back = {0.0f, -5.0f, 0.0f, 3.0f, 4.0f, 0.0f, 0.0f, -4.0f,
+                                        1.0f, 1.0f, 0.0f, 0.0f, 0.0f, 2.0f, -3.0f, 0.0f};
+  CHECK(unpacked(ph) == want_back);
+
+  // A 2:4 matrix (two zeros in every group of 4, at varying places) round-trips exactly.
+  const int rows = 9, cols = 40;
+  std::vector<float> w = random_vector(static_cast<size_t>(rows) * cols, 11);
+  for (size_t g = 0; g < w.size() / 4; ++g) {
+    const size_t a = g % 4, b = (a + 1 + (g / 4) % 3) % 4;  // two different positions
+    w[g * 4 + a] = 0.0f;
+    w[g * 4 + b] = 0.0f;
+  }
+  const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, WeightFormat::sparse24);
+  CHECK(p.bytes() == kernels::format_bytes(WeightFormat::sparse24, rows, cols));
+  CHECK(unpacked(p) == w);
+
+  // A dense matrix: each group keeps its two largest |w|, the rest become 0.
+  const std::vector<float> d = random_vector(static_cast<size_t>(rows) * cols, 12);
+  const std::vector<float> back = unpacked(kernels::pack_weights(d.data(), rows, cols, WeightFormat::sparse24));
+  for (size_t g = 0; g < d.size() / 4; ++g) {
+    std::vector<float> mags;
+    for (size_t j = 0; j < 4; ++j) mags.push_back(std::fabs(d[g * 4 + j]));
+    std::sort(mags.begin(), mags.end());
+    int kept = 0;
+    for (size_t j = 0; j < 4; ++j) {
+      const size_t i = g * 4 + j;
+      if (back[i] != 0.0f) {
+        ++kept;
+        CHECK(back[i] == d[i]);
+        CHECK(std::fabs(d[i]) >= mags[2]);
+      }
+    }
+    CHECK(kept == 2);
+  }
+}
+
+TEST_CASE("check_packable, parse_format and pack_weights say what is wrong", "[decode][kernels]") {
+  using kernels::check_packable;
+  CHECK(check_packable(WeightFormat::f32, 37, 75).empty());
+  CHECK(check_packable(WeightFormat::int8, 1, 1).empty());
+  CHECK(check_packable(WeightFormat::int4, 3, 64).empty());
+  CHECK(check_packable(WeightFormat::sparse24, 3, 24).empty());
+  CHECK_THAT(check_packable(WeightFormat::int4, 3, 48), Catch::Contains("multiple of 32"));
+  CHECK_THAT(check_packable(WeightFormat::sparse24, 3, 12), Catch::Contains("multiple of 8"));
+  CHECK_THAT(check_packable(WeightFormat::bf16, 0, 8), Catch::Contains(">= 1"));
+  CHECK_THAT(check_packable(WeightFormat::f32, 4, -1), Catch::Contains(">= 1"));
+  const std::vector<float> w(3 * 48, 1.0f);
+  REQUIRE_THROWS_AS(kernels::pack_weights(w.data(), 3, 48, WeightFormat::int4), std::invalid_argument);
+  REQUIRE_THROWS_WITH(kernels::pack_weights(w.data(), 3, 12, WeightFormat::sparse24), Catch::Contains("sparse24"));
+  REQUIRE_NOTHROW(kernels::pack_weights(w.data(), 3, 48, WeightFormat::sparse24));
+  CHECK(kernels::parse_format("fp32") == WeightFormat::f32);
+  CHECK(kernels::parse_format("f32") == WeightFormat::f32);
+  CHECK(kernels::parse_format("int4") == WeightFormat::int4);
+  CHECK(kernels::parse_format("sparse24") == WeightFormat::sparse24);
+  REQUIRE_THROWS_WITH(kernels::parse_format("int3"), Catch::Contains("int8"));
+  for (const WeightFormat f : kFormats) CHECK(kernels::parse_format(kernels::format_name(f)) == f);
+}
+
+// ---- matvec ----------------------------------------------------------------------------------
+
+namespace {
+
+// y (n, rows) = x W^T + bias for W the unpacked floats, in double.
+std::vector<double> reference_matvec(const std::vector<float>& w, const float* x, const float* bias, int rows,
+                                     int cols, int n) {
+  std::vector<double> y(static_cast<size_t>(n) * rows);
+  for (int b = 0; b < n; ++b)
+    for (int r = 0; r < rows; ++r) {
+      double acc = bias != nullptr ? bias[r] : 0.0;
+      for (int c = 0; c < cols; ++c)
+        acc += static_cast<double>(w[static_cast<size_t>(r) * cols + c]) * x[static_cast<size_t>(b) * cols + c];
+      y[static_cast<size_t>(b) * rows + r] = acc;
+    }
+  return y;
+}
+
+struct MatvecCase {
+  WeightFormat format;
+  int rows, cols, n;
+  bool bias;
+};
+
+// Every version, and the portable kernel, on one case: against the double reference on the
+// unpacked weights, and against v1 run on the same inputs.
+void check_matvec_case(const MatvecCase& m) {
+  const size_t nx = static_cast<size_t>(m.n) * m.cols, ny = static_cast<size_t>(m.n) * m.rows;
+  const std::vector<float> w = random_vector(static_cast<size_t>(m.rows) * m.cols, 21);
+  const kernels::PackedWeights p = kernels::pack_weights(w.data(), m.rows, m.cols, m.format);
+  h::GuardedBuffer x(std::max<size_t>(nx, 1), 3);
+  h::fill_random(x.span(), 22);
+  const std::vector<float> bias = random_vector(static_cast<size_t>(m.rows), 23);
+  const float* b = m.bias ? bias.data() : nullptr;
+  const std::vector<double> want = reference_matvec(unpacked(p), x.data(), b, m.rows, m.cols, m.n);
+
+  h::GuardedBuffer y1(std::max<size_t>(ny, 1), 1);
+  kernels::matvec_v1(y1.data(), x.data(), p.view(), b, m.n);
+  std::vector<std::pair<std::string, kernels::MatvecFn>> fns;
+  for (const kernels::MatvecVersion& v : kernels::matvec_versions()) {
+    std::string id = "v";  // not "v" + to_string: GCC 12's -Wrestrict false positive
+    id += std::to_string(v.number);
+    fns.emplace_back(id, v.fn);
+  }
+  fns.emplace_back("portable", kernels::matvec_portable);
+  // Sums of cols products of magnitude < 2, in float: a few ulps of the sum's size.
+  const h::Tolerance tol{2e-6 * m.cols, 1e-5};
+  for (const auto& [name, fn] : fns) {
+    const std::string what = name + " " + kernels::format_name(m.format) + " rows=" + std::to_string(m.rows) +
+                             " cols=" + std::to_string(m.cols) + " n=" + std::to_string(m.n) +
+                             (m.bias ? " bias" : " no bias");
+    h::GuardedBuffer y(std::max<size_t>(ny, 1), 2);
+    fn(y.data(), x.data(), p.view(), b, m.n);
+    require_guards(y, "y " + what);
+    if (m.n == 0) continue;
+    require_ok(h::compare("y", {y.data(), ny}, want, tol), what + " vs the double reference");
+    std::vector<double> v1(y1.data(), y1.data() + ny);
+    require_ok(h::compare("y", {y.data(), ny}, v1, tol), what + " vs v1");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every matvec version matches v1 and a double matmul in every format", "[decode][kernels]") {
+  for (const WeightFormat f : kFormats)
+    for (const int n : {1, 3})
+      for (const bool bias : {true, false}) check_matvec_case({f, 37, 96, n, bias});
+  // Widths that leave a tail after the SIMD registers: any cols for the dense formats, a
+  // multiple of 8 but not 16 for sparse24, of 32 but not 64 for int4.
+  for (const WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::int8})
+    for (const int cols : {1, 7, 75}) check_matvec_case({f, 5, cols, 2, true});
+  check_matvec_case({WeightFormat::sparse24, 6, 104, 2, true});
+  check_matvec_case({WeightFormat::sparse24, 3, 8, 1, false});
+  check_matvec_case({WeightFormat::int4, 6, 32, 2, true});
+  check_matvec_case({WeightFormat::int4, 6, 160, 1, false});
+  // n = 0 writes nothing (the guards check it) and does not crash.
+  check_matvec_case({WeightFormat::int8, 4, 32, 0, true});
+}
+
+TEST_CASE("matvec with more than 4 inputs and enough rows for threads: v3 equals v2 bit for bit",
+          "[decode][kernels]") {
+  // 300 x 256 = 76800 weights: above the size where v3 starts its threads. n = 9: two full
+  // batches of 4 and a single one, each walking the row again.
+  for (const WeightFormat f : kFormats) {
+    check_matvec_case({f, 300, 256, 9, true});
+    const int rows = 300, cols = 256, n = 9;
+    const std::vector<float> w = random_vector(static_cast<size_t>(rows) * cols, 31);
+    const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, f);
+    const std::vector<float> x = random_vector(static_cast<size_t>(n) * cols, 32);
+    std::vector<float> y2(static_cast<size_t>(n) * rows), y3(y2.size(), 1.0f);
+    kernels::matvec_v2(y2.data(), x.data(), p.view(), nullptr, n);
+    kernels::matvec_v3(y3.data(), x.data(), p.view(), nullptr, n);
+    INFO(kernels::format_name(f));
+    CHECK(y2 == y3);
+    // One input row at a time gives the same numbers as the batch: each input's sum is the
+    // same fixed-order sum whichever batch of 4 it sits in.
+    std::vector<float> one(static_cast<size_t>(rows));
+    kernels::matvec_v3(one.data(), x.data() + static_cast<size_t>(5) * cols, p.view(), nullptr, 1);
+    CHECK(std::equal(one.begin(), one.end(), y3.begin() + static_cast<ptrdiff_t>(5) * rows));
+  }
+}
+
+TEST_CASE("matvec v2 and v3 refuse a view whose sizes do not suit its format", "[decode][kernels]") {
+  const std::vector<float> w(3 * 64, 0.5f), x(64, 1.0f);
+  kernels::PackedWeights p = kernels::pack_weights(w.data(), 3, 64, WeightFormat::int4);
+  kernels::WeightsView v = p.view();
+  v.cols = 48;
+  std::vector<float> y(3);
+  REQUIRE_THROWS_WITH(kernels::matvec_v2(y.data(), x.data(), v, nullptr, 1), Catch::Contains("multiple of 32"));
+  REQUIRE_THROWS_AS(kernels::matvec_v3(y.data(), x.data(), v, nullptr, 1), std::invalid_argument);
+  v.cols = 64;
+  REQUIRE_THROWS_AS(kernels::matvec(y.data(), x.data(), v, nullptr, -1), std::invalid_argument);
+  kernels::matvec(y.data(), x.data(), v, nullptr, 1);
+  CHECK(y[0] == Approx(32.0f));  // 64 x 0.5, exact in int4 (0.5 = 7 x 0.5/7)
+}
+
+// ---- attention over a KV cache ------------------------------------------------------------
+
+namespace {
+
+// The whole sequence's qkv (B, T, 3C); positions [pos, pos+n) are the new ones. Each version
+// gets caches holding positions < pos and NaN after them (a read of a position not yet
+// written poisons the output), and must match nn::attention_forward's rows pos..pos+n-1.
+void check_attention_case(int B, int pos, int n, int C, int NH) {
+  const int T = pos + n, maxT = T + 3;
+  const size_t uC = static_cast<size_t>(C);
+  const std::vector<float> qkv = random_vector(static_cast<size_t>(B) * T * 3 * uC, 41, -2.0f, 2.0f);
+  std::vector<float> full(static_cast<size_t>(B) * T * uC);
+  std::vector<float> preatt(static_cast<size_t>(B) * NH * T * T), att(preatt.size());
+  nn::attention_forward<float>(full.data(), preatt.data(), att.data(), qkv.data(), B, T, C, NH);
+
+  std::vector<float> qkv_new(static_cast<size_t>(B) * n * 3 * uC);
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < n; ++i)
+      std::copy_n(qkv.data() + (static_cast<size_t>(b) * T + pos + i) * 3 * uC, 3 * uC,
+                  qkv_new.data() + (static_cast<size_t>(b) * n + i) * 3 * uC);
+  std::vector<double> want(static_cast<size_t>(B) * n * uC);
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < n; ++i)
+      for (size_t c = 0; c < uC; ++c)
+        want[(static_cast<size_t>(b) * n + i) * uC + c] = full[(static_cast<size_t>(b) * T + pos + i) * uC + c];
+
+  std::vector<float> v1_out;
+  for (const kernels::AttentionDecodeVersion& v : kernels::attention_decode_versions()) {
+    const std::string what = "attention_decode v" + std::to_string(v.number) + " B=" + std::to_string(B) +
+                             " pos=" + std::to_string(pos) + " n=" + std::to_string(n) + " C=" + std::to_string(C) +
+                             " NH=" + std::to_string(NH);
+    const float nan = h::GuardedBuffer::kNaN;
+    std::vector<float> kcache(static_cast<size_t>(B) * maxT * uC, nan), vcache(kcache.size(), nan);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < pos; ++t) {
+        const float* row = qkv.data() + (static_cast<size_t>(b) * T + t) * 3 * uC;
+        std::copy_n(row + uC, uC, kcache.data() + (static_cast<size_t>(b) * maxT + t) * uC);
+        std::copy_n(row + 2 * uC, uC, vcache.data() + (static_cast<size_t>(b) * maxT + t) * uC);
+      }
+    h::GuardedBuffer out(want.size(), 1);
+    v.fn(out.data(), kcache.data(), vcache.data(), qkv_new.data(), B, n, pos, C, NH, maxT);
+    require_guards(out, "out " + what);
+    require_ok(h::compare("out", out.span(), want, {1e-5, 1e-4}), what + " vs nn::attention_forward");
+    if (v.number == 1) {
+      v1_out.assign(out.data(), out.data() + want.size());
+    } else {
+      std::vector<double> v1(v1_out.begin(), v1_out.end());
+      require_ok(h::compare("out", out.span(), v1, {1e-5, 1e-4}), what + " vs v1");
+    }
+    // The caches now hold the new k, v rows at [pos, pos+n), the old ones untouched, and
+    // nothing written past pos+n.
+    INFO(what);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < maxT; ++t) {
+        const float* row = qkv.data() + (static_cast<size_t>(b) * T + std::min(t, T - 1)) * 3 * uC;
+        const float* kc = kcache.data() + (static_cast<size_t>(b) * maxT + t) * uC;
+        const float* vc = vcache.data() + (static_cast<size_t>(b) * maxT + t) * uC;
+        if (t < T) {
+          CHECK(std::equal(kc, kc + uC, row + uC));
+          CHECK(std::equal(vc, vc + uC, row + 2 * uC));
+        } else {
+          CHECK(std::all_of(kc, kc + uC, [](float f) { return std::isnan(f); }));
+          CHECK(std::all_of(vc, vc + uC, [](float f) { return std::isnan(f); }));
+        }
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention_decode matches nn::attention_forward's rows and appends to the caches", "[decode][kernels]") {
+  for (const int pos : {0, 5})
+    for (const int n : {1, 3}) {
+      check_attention_case(2, pos, n, 36, 3);  // hs = 12: one SIMD register and a tail of 4 (AVX2)
+      check_attention_case(2, pos, n, 64, 2);  // hs = 32
+    }
+  check_attention_case(1, 40, 2, 48, 3);  // hs = 16, a longer cache
+  // Big enough for v2's threads: 2 x 4 x 8 items over ~70 positions.
+  check_attention_case(2, 66, 4, 128, 8);
+}
+
+TEST_CASE("attention_decode v2 refuses sizes it cannot serve", "[decode][kernels]") {
+  std::vector<float> buf(4096, 0.0f);
+  float* p = buf.data();
+  REQUIRE_THROWS_AS(kernels::attention_decode_v2(p, p, p, p, 1, 1, 0, 10, 3, 4), std::invalid_argument);
+  REQUIRE_THROWS_WITH(kernels::attention_decode_v2(p, p, p, p, 1, 2, 3, 12, 3, 4), Catch::Contains("maxT"));
+}
+
+// ---- the bench ------------------------------------------------------------------------------
+
+TEST_CASE("the matvec bench validates and times every version at its quick sizes", "[decode][kernels]") {
+  const h::OpBench& op = kernels::bench::op("matvec");
+  h::BenchOptions opts = testing::quick_bench_options();
+  opts.sizes = op.quick_sizes;
+  std::ostringstream log;
+  const std::vector<h::Result> results = h::run_bench(op, opts, testing::fake_ceilings(), log);
+  INFO(log.str());
+  REQUIRE(results.size() == op.quick_sizes.size() * op.variants.size() * 2);
+  for (const h::Result& r : results) {
+    INFO(r.variant << " " << r.shape << " " << r.note);
+    CHECK(r.valid);
+    CHECK(r.timed);
+  }
+  // Bytes: packed weights + x + y + bias; v1 reads the weights once per input row.
+  const auto p = op.make("int4:3x64x96", 1);
+  const double once = static_cast<double>(kernels::format_bytes(WeightFormat::int4, 64, 96)) + 4.0 * (3 * 96 + 3 * 64 + 64);
+  CHECK(p->bytes(1) == once);
+  CHECK(p->bytes(0) == once + 2.0 * static_cast<double>(kernels::format_bytes(WeightFormat::int4, 64, 96)));
+  CHECK(p->flops() == 2.0 * 3 * 64 * 96);
+  CHECK(p->shape() == "int4 n=3 rows=64 cols=96");
+  CHECK(op.make("1Kx2K", 1)->shape() == "fp32 n=1 rows=1K cols=2K");
+  REQUIRE_THROWS_WITH(op.make("int4:64x48", 1), Catch::Contains("multiple of 32"));
+  REQUIRE_THROWS_WITH(op.make("int3:64x64", 1), Catch::Contains("int8"));
+  REQUIRE_THROWS_AS(op.make("64", 1), std::invalid_argument);
+  REQUIRE_THROWS_AS(op.check_size("int8:2x3x4x5"), std::invalid_argument);
+}
+
+TEST_CASE("the attention_decode bench validates every version at its quick sizes", "[decode][kernels]") {
+  const h::OpBench& op = kernels::bench::op("attention_decode");
+  h::BenchOptions opts = testing::quick_bench_options();
+  opts.sizes = op.quick_sizes;
+  std::ostringstream log;
+  const std::vector<h::Result> results = h::run_bench(op, opts, testing::fake_ceilings(), log);
+  INFO(log.str());
+  REQUIRE(results.size() == op.quick_sizes.size() * op.variants.size() * 2);
+  for (const h::Result& r : results) {
+    INFO(r.variant << " " << r.shape << " " << r.note);
+    CHECK(r.valid);
+    CHECK(r.timed);
+  }
+  const auto p = op.make("2x37x36x3", 1);
+  CHECK(p->shape() == "B=2 pos=37 C=36 NH=3");
+  CHECK(p->flops() == 4.0 * 2 * 38 * 36);
+  REQUIRE_THROWS_WITH(op.make("2x37x36x5", 1), Catch::Contains("multiple of NH"));
+  REQUIRE_THROWS_AS(op.check_size("2x37x36"), std::invalid_argument);
+}
