@@ -107,8 +107,9 @@ class MatvecProblem final : public Problem {
     // Tolerance: every output is a float sum of cols products, added in a different order
     // by each version (column order, per lane then a butterfly, the int4 groups' scales
     // applied to partial sums). Rounding errors of random data grow as sqrt(cols) u times
-    // the sum of |terms|; atol is 8 sqrt(cols) u max_r,b sum_c |W[r,c] x[b,c]| (+ |bias|).
-    // A weight dequantised wrong (a nibble off by one is a whole scale) is far outside it.
+    // the sum of |terms|; atol is 2 sqrt(cols) u max_r,b sum_c |W[r,c] x[b,c]| (+ |bias|):
+    // 0.022 at 8192 columns, where the emulator's v2 differs from the reference by 3e-4 and
+    // an int4 nibble off by one (a group's scale times |x|) moves an output by ~0.07.
     std::vector<float> deq(rows * cols);
     kernels::unpack_weights(packed_.view(), deq.data());
     double worst = 0.0;
@@ -119,7 +120,7 @@ class MatvecProblem final : public Problem {
         worst = std::max(worst, sum_abs);
       }
     }
-    tol_ = {1e-6 + 8.0 * std::sqrt(static_cast<double>(cols)) * kUnitRoundoff * worst, 0.0};
+    tol_ = {1e-6 + 2.0 * std::sqrt(static_cast<double>(cols)) * kUnitRoundoff * worst, 0.0};
   }
 
   std::string shape() const override {
