@@ -94,6 +94,14 @@ const kc::Version<Fn>& pick(const std::vector<kc::Version<Fn>>& versions, const 
   return versions.front();
 }
 
+// The last version of an op in the table (the inference ops use their table's last, as
+// kernels::matvec does on the host).
+template <class Fn>
+const kc::Version<Fn>& last(const std::vector<kc::Version<Fn>>& versions, const std::string& op) {
+  NN_CHECK(!versions.empty(), "the CUDA kernel table has no " << op << " versions (kernels/cuda/decode.cu)");
+  return versions.back();
+}
+
 // int sizes for the launchers; the GPT's tensors stay far below 2^31 elements per op
 int as_int(int64_t n) {
   NN_CHECK(n < (int64_t{1} << 31), "an op over " << n << " elements: more than the kernels' int sizes");
@@ -126,6 +134,8 @@ class CudaBackend final : public Backend {
         sum_(pick(k_.sum, "sum", "v2")),
         scale_(pick(k_.scale, "scale", "v1")),
         adamw_(pick(k_.adamw, "adamw", "v2")),
+        matvec_(last(k_.matvec, "matvec")),
+        attention_decode_(last(k_.attention_decode, "attention_decode")),
         sum_buffer_(dev, kc::kSumWorkspaceDoubles + 1) {}
 
   std::string name() const override { return "cuda " + precision() + " on " + dev_.info().name; }
@@ -189,7 +199,9 @@ class CudaBackend final : public Backend {
             row("cross-entropy backward", "crossentropy_backward", ce_backward_.info),
             row("loss mean, gradient norm", "sum", sum_.info),
             row("gradient clipping", "scale", scale_.info),
-            row("AdamW", "adamw", adamw_.info)};
+            row("AdamW", "adamw", adamw_.info),
+            row("matvec (inference)", "matvec", matvec_.info),
+            row("attention over the KV cache (inference)", "attention_decode", attention_decode_.info)};
   }
 
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
@@ -299,6 +311,26 @@ class CudaBackend final : public Backend {
     adamw_.run(p, m, v, g, static_cast<size_t>(n), a);
   }
 
+  // Inference (lesson 10): the table's last versions; w's pointers are device pointers. The
+  // launchers' size checks (kernels::cuda::Error) come back as nn::Error.
+  void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
+                      int N) override {
+    if (N <= 0 || w.rows <= 0) return;
+    try {
+      matvec_.run(out, inp, w, bias, N);
+    } catch (const kc::Error& e) {
+      NN_CHECK(false, e.what());
+    }
+  }
+  void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                        int NH, int maxT) override {
+    try {
+      attention_decode_.run(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
+    } catch (const kc::Error& e) {
+      NN_CHECK(false, e.what());
+    }
+  }
+
  private:
   // sum (or sum of squares) of x on the device, brought back (the host waits for it)
   double sum(const float* x, int64_t n, bool squares) {
@@ -334,6 +366,8 @@ class CudaBackend final : public Backend {
   const kc::Version<kc::SumFn>& sum_;
   const kc::Version<kc::ScaleFn>& scale_;
   const kc::Version<kc::AdamWFn>& adamw_;
+  const kc::Version<kc::MatvecFn>& matvec_;
+  const kc::Version<kc::AttentionDecodeFn>& attention_decode_;
   kc::Buffer<double> sum_buffer_;  // the result, then the sum's workspace
   kc::Buffer<float> own_workspace_;
 };

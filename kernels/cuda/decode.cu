@@ -1,11 +1,539 @@
 // kernels/cuda/decode.cu: the inference ops of lesson 10 (kernels/cuda/device.h: MatvecFn,
 // AttentionDecodeFn), each with numbered versions validated against the host reference
-// (kernels/decode.h: matvec_v1, attention_decode_v1).
+// (kernels/decode.h: matvec_v1, attention_decode_v1; kernels/cuda/bench/decode.cpp).
+//
+// matvec: y (n, rows) = x (n, cols) W^T + bias, W packed in any kernels::WeightFormat
+// (kernels/weight_format.h), dequantised on the fly. n is small (1 to a few), so the op is
+// all about reading W's bytes once, as fast as memory gives them.
+//   v1 naive            one thread per (input row b, output row r) walks row r of W,
+//                       dequantising one weight at a time (the host reference's loop).
+//                       Neighbouring threads read weights `cols` apart (uncoalesced), and
+//                       the n threads of one output row each read the whole row again.
+//   v2 warp per row     one warp per output row; each lane loads 16 bytes of the row at a
+//                       time (consecutive lanes: consecutive 16 bytes, so a warp reads 512
+//                       contiguous bytes per step), dequantises them in registers
+//                       (fp32: 4 weights; bf16: 8, a 16-bit shift each; int8: 16, widened,
+//                       the row's scale applied once to the sum; int4: 32 = one group,
+//                       nibble - 8, the group's scale applied to the group's partial sum;
+//                       2:4: 8 columns from 4 kept values and one index byte, the 2-bit
+//                       positions selecting which x's they meet) and uses each weight for
+//                       up to 8 input rows, so W is read once per call for n <= 8 (once per
+//                       8 rows beyond). x is staged in shared memory a tile of 1024 columns
+//                       at a time, float4-swizzled so the lanes' float4 reads hit distinct
+//                       banks; warp_sum (common.cuh) adds the 32 lanes' partial sums.
+//                       Rows whose bytes are not a multiple of 16 (or data not 16-byte
+//                       aligned) take a scalar path: lanes stride the row one weight each.
+//
+// attention_decode: append the n new k, v rows to the caches, then each new query attends
+// over positions 0 .. pos+i.
+//   v1 naive            an append kernel (one thread per new float of k and v), then one
+//                       thread per (b, i, h): pass 1 the max score, pass 2 the exponentials'
+//                       sum and the weighted sum of v accumulated in out, pass 3 out /= sum.
+//                       Scores are recomputed in pass 2 (nothing stored).
+//   v2 warp per head    one launch: one warp per (b, i, h). It writes its own head's slice
+//                       of the new k, v rows (the slices of all warps tile the new rows) and
+//                       reads positions >= pos from qkv itself, so no warp waits for another.
+//                       Positions go in chunks of 256: lanes over positions compute scores
+//                       into shared memory and an online softmax (max, sum) per lane, merged
+//                       across the warp (warp_merge) and into the running pair
+//                       (online_merge); the running output (lanes over the head dimension,
+//                       coalesced v reads) is rescaled by exp(old max - new max), then the
+//                       chunk's exp(score - max) v added. Shared memory is O(chunk + hs) per
+//                       warp whatever the cache length. No atomics: deterministic.
+// Figures: not yet measured on a GPU.
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+#include <string>
+
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
 
-void add_decode(Kernels& k) { (void)k; }
+namespace {
+
+using kernels::WeightFormat;
+using kernels::WeightsView;
+
+// ---- dequantising one weight (v1, and v2's scalar path): kernels/decode.cpp's weight_at ----
+
+__device__ __forceinline__ float bf16_bits_to_float(unsigned bits16) { return __uint_as_float(bits16 << 16); }
+
+__device__ __forceinline__ float weight_at(const WeightsView& w, int r, int c) {
+  const size_t i = static_cast<size_t>(r) * static_cast<size_t>(w.cols) + static_cast<size_t>(c);
+  switch (w.format) {
+    case WeightFormat::f32: return static_cast<const float*>(w.data)[i];
+    case WeightFormat::bf16: return bf16_bits_to_float(static_cast<const uint16_t*>(w.data)[i]);
+    case WeightFormat::int8:
+      return w.scales[r] * static_cast<float>(static_cast<const int8_t*>(w.data)[i]);
+    case WeightFormat::int4: {
+      const unsigned byte = static_cast<const uint8_t*>(w.data)[i / 2];
+      const int q = static_cast<int>((c & 1) ? (byte >> 4) : (byte & 0xFu)) - 8;
+      return w.scales[i / kInt4Group] * static_cast<float>(q);
+    }
+    case WeightFormat::sparse24: {
+      const size_t g = i / 4;  // the group of 4 columns
+      const unsigned idx = w.index[g / 2];
+      const unsigned nib = (g & 1) ? (idx >> 4) : (idx & 0xFu);
+      const int p0 = static_cast<int>(nib & 3u), p1 = static_cast<int>((nib >> 2) & 3u), p = c & 3;
+      const float* vals = static_cast<const float*>(w.data) + g * 2;
+      return p == p0 ? vals[0] : p == p1 ? vals[1] : 0.0f;
+    }
+  }
+  return 0.0f;
+}
+
+// ---- matvec v1 ---------------------------------------------------------------------------------
+
+constexpr int kBlock = 256;
+
+// Thread (b, r): y[b, r] = bias[r] + sum_c W[r, c] x[b, c], in column order (the reference's).
+__global__ void matvec_v1_kernel(float* y, const float* x, WeightsView w, const float* bias, int n) {
+  const size_t item = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // b * rows + r
+  if (item >= static_cast<size_t>(n) * static_cast<size_t>(w.rows)) return;
+  const int b = static_cast<int>(item / static_cast<size_t>(w.rows));
+  const int r = static_cast<int>(item % static_cast<size_t>(w.rows));
+  const float* xb = x + static_cast<size_t>(b) * static_cast<size_t>(w.cols);
+  float acc = bias != nullptr ? bias[r] : 0.0f;
+  for (int c = 0; c < w.cols; ++c) acc += weight_at(w, r, c) * xb[c];
+  y[item] = acc;
+}
+
+// ---- matvec v2 ---------------------------------------------------------------------------------
+
+constexpr int kRowWarps = 8;                // warps (= output rows) per block
+constexpr int kRowBlock = kRowWarps * 32;   // 256 threads
+constexpr int kTile = 1024;                 // columns of x staged per round
+constexpr int kMaxN = 8;                    // input rows per pass: accumulators per lane
+
+// Columns one 16-byte load holds, per format.
+template <WeightFormat F>
+constexpr int cols_per_load() {
+  return F == WeightFormat::f32 ? 4 : F == WeightFormat::bf16 ? 8 : F == WeightFormat::int8 ? 16
+                                  : F == WeightFormat::int4   ? 32
+                                                              : 8;  // sparse24: 4 kept floats = 8 columns
+}
+
+// Byte offset of column c of row r in the data array (c a multiple of cols_per_load).
+template <WeightFormat F>
+__device__ __forceinline__ size_t data_offset(size_t rc) {
+  return F == WeightFormat::f32 ? rc * 4 : F == WeightFormat::bf16 ? rc * 2 : F == WeightFormat::int8 ? rc
+                                     : F == WeightFormat::int4   ? rc / 2
+                                                                 : rc * 2;  // sparse24: rc / 2 floats
+}
+
+// Where float c of a staged tile row lives: float4 f = c / 4 goes to f ^ ((f / 8) % 8) (only
+// the low 3 bits of f change, so a tile row stays a tile row). A lane reading float4s
+// lane * k + j (k = 1, 2, 4, 8 float4s per load) then meets 8 consecutive lanes in 8 distinct
+// 16-byte bank groups: no bank conflicts for any format.
+__device__ __forceinline__ int swizzle4(int f) { return f ^ ((f >> 3) & 7); }
+__device__ __forceinline__ int swizzle(int c) { return swizzle4(c >> 2) * 4 + (c & 3); }
+
+__device__ __forceinline__ float component(const float4& v, int p) {
+  return p == 0 ? v.x : p == 1 ? v.y : p == 2 ? v.z : v.w;
+}
+
+// The 4 floats of word u's 4 int8s, and 8 of its 8 nibbles - 8.
+__device__ __forceinline__ float i8(unsigned u, int k) {
+  return static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(u >> (8 * k))));
+}
+__device__ __forceinline__ float i4(unsigned u, int k) {
+  return static_cast<float>(static_cast<int>((u >> (4 * k)) & 0xFu) - 8);
+}
+
+// dot of 4 weights with the float4 of x they meet
+__device__ __forceinline__ float dot4(float a, float b, float c, float d, const float4& x) {
+  return a * x.x + b * x.y + c * x.z + d * x.w;
+}
+
+// Lane's share of one 16-byte load: the chunk of row r starting at column col (a multiple of
+// cols_per_load, inside the row), against the staged x of nc input rows (xs: (kMaxN, kTile),
+// swizzled; tc = col - the tile's first column). Adds to acc[nb].
+template <WeightFormat F>
+__device__ __forceinline__ void chunk_dot(float (&acc)[kMaxN], const WeightsView& w, int r, int col, int tc,
+                                          const float* xs, int nc) {
+  const size_t rc = static_cast<size_t>(r) * static_cast<size_t>(w.cols) + static_cast<size_t>(col);
+  const uint4 raw = *reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(w.data) + data_offset<F>(rc));
+  const float4* x4 = reinterpret_cast<const float4*>(xs);
+  const int f0 = tc / 4;  // first float4 of the chunk in the tile row
+  const unsigned u[4] = {raw.x, raw.y, raw.z, raw.w};
+  if constexpr (F == WeightFormat::f32) {
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) {
+      if (nb < nc) {
+        const float4 xv = x4[nb * (kTile / 4) + swizzle4(f0)];
+        acc[nb] += dot4(__uint_as_float(u[0]), __uint_as_float(u[1]), __uint_as_float(u[2]), __uint_as_float(u[3]), xv);
+      }
+    }
+  } else if constexpr (F == WeightFormat::bf16) {
+    // element 2k of a word is its low half (little-endian)
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) {
+      if (nb < nc) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const float4 xv = x4[nb * (kTile / 4) + swizzle4(f0 + j)];
+          s += dot4(bf16_bits_to_float(u[2 * j] & 0xFFFFu), __uint_as_float(u[2 * j] & 0xFFFF0000u),
+                    bf16_bits_to_float(u[2 * j + 1] & 0xFFFFu), __uint_as_float(u[2 * j + 1] & 0xFFFF0000u), xv);
+        }
+        acc[nb] += s;
+      }
+    }
+  } else if constexpr (F == WeightFormat::int8) {
+    // the row's scale multiplies the whole sum at the end (matvec_v2_kernel)
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) {
+      if (nb < nc) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float4 xv = x4[nb * (kTile / 4) + swizzle4(f0 + j)];
+          s += dot4(i8(u[j], 0), i8(u[j], 1), i8(u[j], 2), i8(u[j], 3), xv);
+        }
+        acc[nb] += s;
+      }
+    }
+  } else if constexpr (F == WeightFormat::int4) {
+    // 32 columns = one group: its scale multiplies the group's partial sum
+    const float scale = w.scales[rc / kInt4Group];
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) {
+      if (nb < nc) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {  // float4 j: columns 4j .. 4j+3 = nibbles 4(j%2) .. of word j/2
+          const float4 xv = x4[nb * (kTile / 4) + swizzle4(f0 + j)];
+          const unsigned word = u[j / 2];
+          const int k0 = 4 * (j % 2);
+          s += dot4(i4(word, k0), i4(word, k0 + 1), i4(word, k0 + 2), i4(word, k0 + 3), xv);
+        }
+        acc[nb] += scale * s;
+      }
+    }
+  } else {  // sparse24: words = the kept values of groups g, g+1; one index byte for both
+    const unsigned idx = w.index[rc / 8];
+    const int a0 = static_cast<int>(idx & 3u), a1 = static_cast<int>((idx >> 2) & 3u);
+    const int b0 = static_cast<int>((idx >> 4) & 3u), b1 = static_cast<int>((idx >> 6) & 3u);
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) {
+      if (nb < nc) {
+        const float4 xa = x4[nb * (kTile / 4) + swizzle4(f0)];
+        const float4 xb = x4[nb * (kTile / 4) + swizzle4(f0 + 1)];
+        acc[nb] += __uint_as_float(u[0]) * component(xa, a0) + __uint_as_float(u[1]) * component(xa, a1) +
+                   __uint_as_float(u[2]) * component(xb, b0) + __uint_as_float(u[3]) * component(xb, b1);
+      }
+    }
+  }
+}
+
+// Block: kRowWarps output rows, one per warp. For each pass of up to kMaxN input rows and each
+// tile of kTile columns: the block stages x[pass rows, tile] in shared memory, then each warp
+// walks its row's part of the tile. vec: the row takes 16-byte loads (else one weight per
+// lane per step). Warps past the last row still stage x and reach every barrier.
+template <WeightFormat F>
+__global__ void __launch_bounds__(kRowBlock)
+    matvec_v2_kernel(float* y, const float* x, WeightsView w, const float* bias, int n, bool vec) {
+  constexpr int W = cols_per_load<F>();
+  float* xs = dynamic_shared<float>();  // (kMaxN, kTile), swizzled per row
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int r = static_cast<int>(blockIdx.x) * kRowWarps + warp;
+  const bool active = r < w.rows;
+  const int cols = w.cols;
+  for (int n0 = 0; n0 < n; n0 += kMaxN) {
+    const int nc = min(kMaxN, n - n0);
+    float acc[kMaxN];
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) acc[nb] = 0.0f;
+    for (int t0 = 0; t0 < cols; t0 += kTile) {
+      const int tw = min(kTile, cols - t0);
+      __syncthreads();  // every warp is done with the previous tile
+      for (int e = static_cast<int>(threadIdx.x); e < nc * tw; e += kRowBlock) {
+        const int nb = e / tw, c = e % tw;
+        xs[nb * kTile + swizzle(c)] = x[static_cast<size_t>(n0 + nb) * static_cast<size_t>(cols) + static_cast<size_t>(t0 + c)];
+      }
+      __syncthreads();
+      if (!active) continue;
+      if (vec) {
+        for (int c = lane * W; c < tw; c += 32 * W) chunk_dot<F>(acc, w, r, t0 + c, c, xs, nc);
+      } else {
+        for (int c = lane; c < tw; c += 32) {
+          const float wv = weight_at(w, r, t0 + c);
+#pragma unroll
+          for (int nb = 0; nb < kMaxN; ++nb) {
+            if (nb < nc) acc[nb] += wv * xs[nb * kTile + swizzle(c)];
+          }
+        }
+      }
+    }
+    if (!active) continue;
+    // int8 on the 16-byte path left the row's scale out (the scalar path applied it per weight)
+    const float row_scale = (F == WeightFormat::int8 && vec) ? w.scales[r] : 1.0f;
+    const float b = bias != nullptr ? bias[r] : 0.0f;
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) {
+      if (nb < nc) {
+        const float s = warp_sum(acc[nb]);  // nc is the same for every lane
+        if (lane == 0) y[static_cast<size_t>(n0 + nb) * static_cast<size_t>(w.rows) + static_cast<size_t>(r)] = row_scale * s + b;
+      }
+    }
+  }
+}
+
+// ---- attention_decode ------------------------------------------------------------------------
+
+// v1, step 1: one thread per float of the new rows: k, v of qkv (B, n, 3C) into the caches.
+__global__ void append_kv_kernel(float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                                 int maxT) {
+  const size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // (b * n + i) * C + c
+  const size_t uC = static_cast<size_t>(C);
+  if (e >= static_cast<size_t>(B) * static_cast<size_t>(n) * uC) return;
+  const size_t bi = e / uC, c = e % uC;
+  const size_t b = bi / static_cast<size_t>(n), i = bi % static_cast<size_t>(n);
+  const size_t at = (b * static_cast<size_t>(maxT) + static_cast<size_t>(pos) + i) * uC + c;
+  kcache[at] = qkv[bi * 3 * uC + uC + c];
+  vcache[at] = qkv[bi * 3 * uC + 2 * uC + c];
+}
+
+// v1, step 2: thread (b, i, h) over the (already appended) caches, three passes.
+__global__ void attention_decode_v1_kernel(float* out, const float* kcache, const float* vcache, const float* qkv,
+                                           int B, int n, int pos, int C, int NH, int maxT) {
+  const size_t item = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // (b * n + i) * NH + h
+  if (item >= static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH)) return;
+  const int h = static_cast<int>(item % static_cast<size_t>(NH));
+  const size_t bi = item / static_cast<size_t>(NH);
+  const int i = static_cast<int>(bi % static_cast<size_t>(n));
+  const size_t b = bi / static_cast<size_t>(n);
+  const int hs = C / NH;
+  const size_t uC = static_cast<size_t>(C), off = static_cast<size_t>(h) * static_cast<size_t>(hs);
+  const float scale = 1.0f / sqrtf(static_cast<float>(hs));
+  const float* q = qkv + bi * 3 * uC + off;
+  const float* kb = kcache + b * static_cast<size_t>(maxT) * uC + off;  // row t at kb + t * C
+  const float* vb = vcache + b * static_cast<size_t>(maxT) * uC + off;
+  float* o = out + bi * uC + off;
+  const int len = pos + i + 1;
+  float mx = -FLT_MAX;
+  for (int t = 0; t < len; ++t) {
+    float d = 0.0f;
+    for (int j = 0; j < hs; ++j) d += q[j] * kb[static_cast<size_t>(t) * uC + j];
+    mx = fmaxf(mx, d * scale);
+  }
+  for (int j = 0; j < hs; ++j) o[j] = 0.0f;
+  float sum = 0.0f;
+  for (int t = 0; t < len; ++t) {
+    float d = 0.0f;
+    for (int j = 0; j < hs; ++j) d += q[j] * kb[static_cast<size_t>(t) * uC + j];
+    const float p = expf(d * scale - mx);
+    sum += p;
+    for (int j = 0; j < hs; ++j) o[j] += p * vb[static_cast<size_t>(t) * uC + j];
+  }
+  for (int j = 0; j < hs; ++j) o[j] /= sum;
+}
+
+constexpr int kHeadWarps = 4;              // v2: warps (= (b, i, h) items) per block
+constexpr int kChunk = 256;                // v2: positions per chunk (scores in shared memory)
+constexpr int kMaxDimsPerLane = 8;         // v2: hs <= 256
+
+// v2: warp (b, i, h). Shared memory per warp: q * scale (hs floats), then the chunk's scores.
+// vec4: hs % 4 == 0 and the caches and qkv 16-byte aligned (C % 4 == 0 too): float4 k reads.
+__global__ void __launch_bounds__(kHeadWarps * 32)
+    attention_decode_v2_kernel(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos,
+                               int C, int NH, int maxT, bool vec4) {
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const size_t item = static_cast<size_t>(blockIdx.x) * kHeadWarps + static_cast<size_t>(warp);
+  if (item >= static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH)) return;  // whole warps
+  const int h = static_cast<int>(item % static_cast<size_t>(NH));
+  const size_t bi = item / static_cast<size_t>(NH);
+  const int i = static_cast<int>(bi % static_cast<size_t>(n));
+  const size_t b = bi / static_cast<size_t>(n);
+  const int hs = C / NH;
+  const size_t uC = static_cast<size_t>(C), off = static_cast<size_t>(h) * static_cast<size_t>(hs);
+  const float* row = qkv + bi * 3 * uC;  // this query's q, k, v
+  float* qs = dynamic_shared<float>() + static_cast<size_t>(warp) * static_cast<size_t>(hs + kChunk);
+  float* scores = qs + hs;
+
+  // Append this head's slice of the new k, v rows; stage q / sqrt(hs).
+  const float scale = 1.0f / sqrtf(static_cast<float>(hs));
+  const size_t at = (b * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uC + off;
+  for (int j = lane; j < hs; j += 32) {
+    kcache[at + j] = row[uC + off + j];
+    vcache[at + j] = row[2 * uC + off + j];
+    qs[j] = row[off + j] * scale;
+  }
+  __syncwarp();
+
+  // Position t's k (or v: +C): the cache below pos (never written by this launch), qkv's new
+  // rows from pos on (another warp may be writing them to the cache right now).
+  auto key = [&](int t) -> const float* {
+    return t < pos ? kcache + (b * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uC + off
+                   : qkv + (b * static_cast<size_t>(n) + static_cast<size_t>(t - pos)) * 3 * uC + uC + off;
+  };
+  auto value = [&](int t) -> const float* {
+    return t < pos ? vcache + (b * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uC + off
+                   : qkv + (b * static_cast<size_t>(n) + static_cast<size_t>(t - pos)) * 3 * uC + 2 * uC + off;
+  };
+
+  float m = -FLT_MAX, s = 0.0f;  // the running (max, sum) over the chunks so far
+  float acc[kMaxDimsPerLane];    // acc[d]: dimension lane + 32 d of the running sum of p v
+#pragma unroll
+  for (int d = 0; d < kMaxDimsPerLane; ++d) acc[d] = 0.0f;
+  const int len = pos + i + 1;
+  for (int t0 = 0; t0 < len; t0 += kChunk) {
+    const int cl = min(kChunk, len - t0);
+    // 1. scores, lanes over positions; each lane's (max, sum) of its own
+    float cm = -FLT_MAX, cs = 0.0f;
+    for (int tt = lane; tt < cl; tt += 32) {
+      const float* k = key(t0 + tt);
+      float dot = 0.0f;
+      if (vec4) {
+        const float4* k4 = reinterpret_cast<const float4*>(k);
+        const float4* q4 = reinterpret_cast<const float4*>(qs);
+        for (int j = 0; j < hs / 4; ++j) dot += dot4(k4[j].x, k4[j].y, k4[j].z, k4[j].w, q4[j]);
+      } else {
+        for (int j = 0; j < hs; ++j) dot += qs[j] * k[j];
+      }
+      scores[tt] = dot;
+      online_add(cm, cs, dot);
+    }
+    // 2. the warp's pair for the chunk, merged into the running one
+    warp_merge(cm, cs);
+    const float m_old = m;
+    online_merge(m, s, cm, cs);
+    const float rescale = expf(m_old - m);  // the old terms were relative to m_old (0 on the first chunk)
+    __syncwarp();                           // every lane's scores are in shared memory
+    // 3. lanes over the head dimension: acc = acc * rescale + sum_t exp(score_t - m) v_t
+#pragma unroll
+    for (int d = 0; d < kMaxDimsPerLane; ++d) acc[d] *= rescale;
+    for (int tt = 0; tt < cl; ++tt) {
+      const float p = expf(scores[tt] - m);
+      const float* v = value(t0 + tt);
+#pragma unroll
+      for (int d = 0; d < kMaxDimsPerLane; ++d) {
+        const int j = lane + 32 * d;
+        if (j < hs) acc[d] += p * v[j];
+      }
+    }
+    __syncwarp();  // done reading the scores before the next chunk writes them
+  }
+  float* o = out + bi * uC + off;
+#pragma unroll
+  for (int d = 0; d < kMaxDimsPerLane; ++d) {
+    const int j = lane + 32 * d;
+    if (j < hs) o[j] = acc[d] / s;
+  }
+}
+
+// The launchers' argument checks (Error, naming the op and the problem).
+void check_matvec(const char* op, const WeightsView& w, int n) {
+  if (n < 0 || w.rows < 0 || w.cols < 0) {
+    throw Error(std::string(op) + ": negative size (rows " + std::to_string(w.rows) + ", cols " +
+                std::to_string(w.cols) + ", n " + std::to_string(n) + ")");
+  }
+  if ((w.format == WeightFormat::int4 && w.cols % kInt4Group != 0) || (w.format == WeightFormat::sparse24 && w.cols % 8 != 0)) {
+    throw Error(std::string(op) + ": a " + format_name(w.format) + " matrix cannot have " + std::to_string(w.cols) +
+                " columns (kernels::check_packable)");
+  }
+  if (static_cast<size_t>(n) * static_cast<size_t>(w.rows) > static_cast<size_t>(INT_MAX) * kBlock) {
+    throw Error(std::string(op) + ": n * rows = " + std::to_string(static_cast<size_t>(n) * w.rows) +
+                " outputs need more than 2^31 - 1 blocks");
+  }
+}
+
+void check_attention_decode(const char* op, int B, int n, int pos, int C, int NH, int maxT) {
+  if (B < 0 || n < 0 || pos < 0 || C < 1 || NH < 1 || C % NH != 0 || pos + n > maxT) {
+    throw Error(std::string(op) + ": bad sizes B=" + std::to_string(B) + " n=" + std::to_string(n) + " pos=" +
+                std::to_string(pos) + " C=" + std::to_string(C) + " NH=" + std::to_string(NH) + " maxT=" +
+                std::to_string(maxT) + " (needs C % NH == 0 and pos + n <= maxT)");
+  }
+}
+
+template <WeightFormat F>
+void launch_matvec_v2(float* y, const float* x, const WeightsView& w, const float* bias, int n) {
+  const size_t row_bytes = format_data_bytes(F, 1, w.cols);
+  const bool vec = aligned16(w.data) && row_bytes % 16 == 0;
+  const size_t smem = static_cast<size_t>(std::min(n, kMaxN)) * kTile * sizeof(float);
+  launch("matvec_v2_kernel", matvec_v2_kernel<F>, dim3(static_cast<unsigned>(ceil_div(w.rows, kRowWarps))),
+         dim3(kRowBlock), smem, y, x, w, bias, n, vec);
+}
+
+}  // namespace
+
+// ---- the launchers ------------------------------------------------------------------------
+
+void matvec_v1(float* y, const float* x, const WeightsView& w, const float* bias, int n) {
+  check_matvec("matvec v1", w, n);
+  const size_t items = static_cast<size_t>(n) * static_cast<size_t>(w.rows);
+  if (items == 0) return;
+  launch("matvec_v1_kernel", matvec_v1_kernel, dim3(static_cast<unsigned>((items + kBlock - 1) / kBlock)),
+         dim3(kBlock), 0, y, x, w, bias, n);
+}
+
+void matvec_v2(float* y, const float* x, const WeightsView& w, const float* bias, int n) {
+  check_matvec("matvec v2", w, n);
+  if (n == 0 || w.rows == 0) return;
+  switch (w.format) {
+    case WeightFormat::f32: launch_matvec_v2<WeightFormat::f32>(y, x, w, bias, n); break;
+    case WeightFormat::bf16: launch_matvec_v2<WeightFormat::bf16>(y, x, w, bias, n); break;
+    case WeightFormat::int8: launch_matvec_v2<WeightFormat::int8>(y, x, w, bias, n); break;
+    case WeightFormat::int4: launch_matvec_v2<WeightFormat::int4>(y, x, w, bias, n); break;
+    case WeightFormat::sparse24: launch_matvec_v2<WeightFormat::sparse24>(y, x, w, bias, n); break;
+  }
+}
+
+void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int maxT) {
+  check_attention_decode("attention_decode v1", B, n, pos, C, NH, maxT);
+  const size_t appended = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(C);
+  if (appended == 0) return;
+  launch("append_kv_kernel", append_kv_kernel, dim3(static_cast<unsigned>((appended + kBlock - 1) / kBlock)),
+         dim3(kBlock), 0, kcache, vcache, qkv, B, n, pos, C, maxT);
+  const size_t items = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH);
+  launch("attention_decode_v1_kernel", attention_decode_v1_kernel,
+         dim3(static_cast<unsigned>((items + kBlock - 1) / kBlock)), dim3(kBlock), 0, out,
+         static_cast<const float*>(kcache), static_cast<const float*>(vcache), qkv, B, n, pos, C, NH, maxT);
+}
+
+void attention_decode_v2(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int maxT) {
+  check_attention_decode("attention_decode v2", B, n, pos, C, NH, maxT);
+  const int hs = C / NH;
+  if (hs > 32 * kMaxDimsPerLane) {
+    throw Error("attention_decode v2: head size " + std::to_string(hs) + " is more than its " +
+                std::to_string(32 * kMaxDimsPerLane) + " (32 lanes x " + std::to_string(kMaxDimsPerLane) +
+                " dimensions each)");
+  }
+  const size_t items = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH);
+  if (items == 0) return;
+  const bool vec4 = hs % 4 == 0 && aligned16(kcache) && aligned16(qkv) && C % 4 == 0;
+  const size_t smem = static_cast<size_t>(kHeadWarps) * static_cast<size_t>(hs + kChunk) * sizeof(float);
+  launch("attention_decode_v2_kernel", attention_decode_v2_kernel,
+         dim3(static_cast<unsigned>((items + kHeadWarps - 1) / kHeadWarps)), dim3(kHeadWarps * 32), smem, out, kcache,
+         vcache, qkv, B, n, pos, C, NH, maxT, vec4);
+}
+
+void add_decode(Kernels& k) {
+  k.matvec = {
+      {{"v1", "naive", "one thread per (input row, output row), one weight dequantised at a time; uncoalesced", 50},
+       matvec_v1},
+      {{"v2", "warp per row", "16-byte coalesced loads dequantised in registers, each weight used by up to 8 input "
+                              "rows, x in swizzled shared memory, warp_sum",
+        50},
+       matvec_v2},
+  };
+  k.attention_decode = {
+      {{"v1", "naive", "append kernel, then one thread per (b, i, h): max, exp-sum and weighted v in three passes",
+        50},
+       attention_decode_v1},
+      {{"v2", "warp per head", "one launch, warp per (b, i, h): lanes over positions, online softmax merged across "
+                               "lanes, lanes over the head dimension for v; appends its own slice",
+        50},
+       attention_decode_v2},
+  };
+}
 
 }  // namespace kernels::cuda::NNLAB_CUDA_NS

@@ -91,6 +91,9 @@ Op sum_op();
 Op multiply_op();                // bench/gpt_ops.cpp: single-version ops, validated all the same
 Op add_op();
 Op scale_op();
+// inference (issue 8)
+Op matvec_op();                  // bench/decode.cpp
+Op attention_decode_op();
 
 // ---- helpers the op descriptions share (kernels/cuda/bench/registry.cpp) -------------------
 

@@ -1,0 +1,162 @@
+// The inference kernels (kernels/cuda/decode.cu): every version of matvec in every weight
+// format and every version of attention_decode, validated against the host references
+// (kernels/decode.h) through the op descriptions (kernels/cuda/bench/decode.cpp) on the
+// emulator; the KV cache's rows checked directly; bad sizes; run-to-run determinism. On the
+// GPU when there is one (tag [device]; reported as skipped without a GPU).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/bench/ops.h"
+#include "kernels/cuda/device.h"
+#include "kernels/decode.h"
+#include "kernels/harness.h"
+
+namespace cb = kernels::cuda::bench;
+namespace kc = kernels::cuda;
+
+namespace {
+
+const char* const kFormats[] = {"fp32", "bf16", "int8", "int4", "sparse24"};
+
+// Every version of `op` at those of its test sizes that start with `prefix` ("" for all).
+// Returns how many sizes ran.
+int validate(kc::Device& dev, const std::string& name, const std::string& prefix) {
+  const cb::Op& op = cb::op(name);
+  const std::vector<cb::Variant> variants = op.variants(dev);
+  REQUIRE(variants.size() >= 2);
+  int sizes = 0;
+  uint64_t seed = 1;
+  for (const std::string& size : op.test_sizes) {
+    if (size.rfind(prefix, 0) != 0) continue;
+    ++sizes;
+    const auto problem = op.make(dev, size, seed++);
+    for (size_t v = 0; v < variants.size(); ++v) {
+      INFO(op.name << " " << variants[v].info.id << " (" << variants[v].info.name << ") at " << problem->shape()
+                   << " on " << dev.info().name);
+      const kernels::harness::Check c = problem->validate(v);
+      INFO(c.report);
+      CHECK(c.ok());
+    }
+  }
+  return sizes;
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  std::vector<float> v(n);
+  kernels::harness::fill_random(v, seed);
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("cuda emu: matvec, every version in every weight format", "[cuda][emu-kernels][decode]") {
+  for (const char* f : kFormats) {
+    SECTION(f) {
+      // the format's sizes: aligned and shifted data, one and two tiles, n = 1 .. 17
+      CHECK(validate(kc::emulator(), "matvec", std::string(f) + " ") >= 5);
+    }
+  }
+}
+
+TEST_CASE("cuda emu: attention_decode, every version", "[cuda][emu-kernels][decode]") {
+  CHECK(validate(kc::emulator(), "attention_decode", "") >= 5);
+}
+
+TEST_CASE("cuda emu: attention_decode appends the new k, v rows and touches no other", "[cuda][emu-kernels][decode]") {
+  kc::Device& dev = kc::emulator();
+  const int B = 2, n = 3, pos = 4, C = 12, NH = 3, maxT = 9;
+  const size_t uC = C, cache = static_cast<size_t>(B) * maxT * uC;
+  const std::vector<float> qkv = random_floats(static_cast<size_t>(B) * n * 3 * uC, 7);
+  std::vector<float> k0 = random_floats(cache, 8), v0 = random_floats(cache, 9);
+  for (auto& v : dev.kernels().attention_decode) {
+    INFO("attention_decode " << v.info.id);
+    kc::Buffer<float> dq(dev, qkv), dk(dev, k0), dv(dev, v0), dout(dev, static_cast<size_t>(B) * n * uC);
+    v.run(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, maxT);
+    dev.synchronize();
+    const std::vector<float> k = dk.to_host(), vv = dv.to_host();
+    size_t wrong = 0;
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < maxT; ++t)
+        for (int c = 0; c < C; ++c) {
+          const size_t at = (static_cast<size_t>(b) * maxT + t) * uC + c;
+          float want_k = k0[at], want_v = v0[at];
+          if (t >= pos && t < pos + n) {  // the new rows: qkv's k and v of position t - pos
+            const size_t row = (static_cast<size_t>(b) * n + (t - pos)) * 3 * uC;
+            want_k = qkv[row + uC + c];
+            want_v = qkv[row + 2 * uC + c];
+          }
+          wrong += (k[at] != want_k) + (vv[at] != want_v);
+        }
+    CHECK(wrong == 0);
+    // and the output is the host reference's
+    std::vector<float> hk = k0, hv = v0, hout(static_cast<size_t>(B) * n * uC);
+    kernels::attention_decode_v1(hout.data(), hk.data(), hv.data(), qkv.data(), B, n, pos, C, NH, maxT);
+    const std::vector<double> want(hout.begin(), hout.end());
+    const kernels::harness::Check c = cb::compare_device("out", dout, want, {1e-5, 1e-4});
+    INFO(c.report);
+    CHECK(c.ok());
+  }
+}
+
+TEST_CASE("cuda emu: inference kernels give the same bits run after run", "[cuda][emu-kernels][decode]") {
+  kc::Device& dev = kc::emulator();
+  const int rows = 29, cols = 128, n = 3;
+  const std::vector<float> w = random_floats(static_cast<size_t>(rows) * cols, 11);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 12);
+  for (const char* f : kFormats) {
+    const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, kernels::parse_format(f));
+    kc::Buffer<uint8_t> data(dev, p.data), index(dev, std::max<size_t>(1, p.index.size()));
+    kc::Buffer<float> scales(dev, std::max<size_t>(1, p.scales.size())), dx(dev, x), y(dev, static_cast<size_t>(n) * rows);
+    if (!p.scales.empty()) scales.upload(p.scales);
+    if (!p.index.empty()) index.upload(p.index);
+    const kernels::WeightsView view{p.format, rows, cols, data.data(), p.scales.empty() ? nullptr : scales.data(),
+                                    p.index.empty() ? nullptr : index.data()};
+    for (auto& v : dev.kernels().matvec) {
+      INFO(f << " matvec " << v.info.id);
+      v.run(y.data(), dx.data(), view, nullptr, n);
+      const std::vector<float> first = y.to_host();
+      y.fill_bytes(0xFF);
+      v.run(y.data(), dx.data(), view, nullptr, n);
+      CHECK(same_bits(first, y.to_host()));
+    }
+  }
+}
+
+TEST_CASE("cuda emu: inference kernels refuse impossible sizes", "[cuda][emu-kernels][decode]") {
+  kc::Device& dev = kc::emulator();
+  kc::Buffer<float> buf(dev, 4096);
+  float* p = buf.data();
+  for (auto& v : dev.kernels().attention_decode) {
+    INFO("attention_decode " << v.info.id);
+    CHECK_THROWS_AS(v.run(p, p, p, p, 1, 1, 0, 10, 3, 4), kc::Error);  // C % NH != 0
+    CHECK_THROWS_AS(v.run(p, p, p, p, 1, 2, 3, 8, 2, 4), kc::Error);   // pos + n > maxT
+  }
+  // int4 needs cols % 32, sparse24 cols % 8: a view that breaks the packing rules is refused
+  const kernels::WeightsView int4{kernels::WeightFormat::int4, 2, 48, p, p, nullptr};
+  const kernels::WeightsView sparse{kernels::WeightFormat::sparse24, 2, 12, p, nullptr, reinterpret_cast<uint8_t*>(p)};
+  for (auto& v : dev.kernels().matvec) {
+    INFO("matvec " << v.info.id);
+    CHECK_THROWS_AS(v.run(p, p, int4, nullptr, 1), kc::Error);
+    CHECK_THROWS_AS(v.run(p, p, sparse, nullptr, 1), kc::Error);
+  }
+}
+
+TEST_CASE("cuda gpu: the inference kernels on the GPU", "[cuda][device][decode]") {
+  std::string why;
+  kc::Device* gpu = kc::gpu(&why);
+  if (!gpu) {
+    std::cout << "SKIPPED: no GPU (" << why << ")\n";
+    return;
+  }
+  CHECK(validate(*gpu, "matvec", "") >= 25);
+  CHECK(validate(*gpu, "attention_decode", "") >= 5);
+}
