@@ -37,6 +37,15 @@ struct PackedMatrix {
 // (C, C), c_fc (4C, C), mlp c_proj (C, 4C)) and the output head (wte as (V, C), tied) packed
 // in `format`; the embeddings (looked up one row per token), LayerNorms and biases in fp32.
 struct InferenceModel {
+  InferenceModel() = default;
+  // Not copyable: the pointers below point into `vectors`, which a copy would duplicate.
+  // Moves keep the buffers (and so the pointers) as they are.
+  InferenceModel(const InferenceModel&) = delete;
+  InferenceModel& operator=(const InferenceModel&) = delete;
+  InferenceModel(InferenceModel&&) noexcept = default;
+  InferenceModel& operator=(InferenceModel&&) noexcept = default;
+  ~InferenceModel() = default;
+
   GPTConfig config;
   kernels::WeightFormat format = kernels::WeightFormat::f32;
   Array<float> wte, wpe;  // (V, C), (maxT, C): the lookups
