@@ -66,8 +66,8 @@ struct SpeculativeStats {
   int64_t accepted = 0;  // of those, accepted
   int64_t emitted = 0;   // tokens produced (accepted + one per round)
   double seconds = 0.0, target_seconds = 0.0, draft_seconds = 0.0;
-  double acceptance_rate() const { return drafted > 0 ? static_cast<double>(accepted) / drafted : 0.0; }
-  double tokens_per_round() const { return rounds > 0 ? static_cast<double>(emitted) / rounds : 0.0; }
+  double acceptance_rate() const { return drafted > 0 ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0; }
+  double tokens_per_round() const { return rounds > 0 ? static_cast<double>(emitted) / static_cast<double>(rounds) : 0.0; }
 };
 // Generates o.tokens ids after `prompt` (both models start empty: the prompt is prefilled
 // into each); returns the generated ids only. nn::Error if the vocabularies differ, k < 1,
