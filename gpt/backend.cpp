@@ -8,6 +8,7 @@
 
 #include "gpt/backend_cuda.h"
 #include "kernels/ceilings.h"
+#include "kernels/decode.h"
 
 #include "nn/attention.h"
 #include "nn/check.h"
@@ -86,6 +87,15 @@ class NaiveBackend final : public Backend {
   }
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
     nn::residual_forward(out, a, b, n);
+  }
+  // inference: the plain-loop references of kernels/decode.h
+  void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
+                      int N) override {
+    kernels::matvec_v1(out, inp, w, bias, N);
+  }
+  void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                        int NH, int maxT) override {
+    kernels::attention_decode_v1(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
   }
   void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p,
                        uint64_t seed) override {

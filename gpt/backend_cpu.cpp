@@ -34,6 +34,7 @@
 
 #include "gpt/backend.h"
 #include "kernels/bias_gelu.h"
+#include "kernels/decode.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/simd.h"
@@ -625,6 +626,16 @@ class CpuBackend final : public Backend {
         o[c] = kernels::gelu_tanhf(x);
       }
     }
+  }
+
+  // ---- inference (lesson 10): the fastest versions of kernels/decode.h ----
+  void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
+                      int N) override {
+    kernels::matvec(out, inp, w, bias, N);
+  }
+  void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                        int NH, int maxT) override {
+    kernels::attention_decode(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
   }
 
   // ---- optimizer helpers ----

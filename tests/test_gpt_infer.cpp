@@ -1,0 +1,392 @@
+// tests/test_gpt_infer.cpp: the Decoder (gpt/infer.h) against gpt_forward on the whole
+// context: a prefill and token-by-token steps give the same logits at every position, on the
+// naive and the cpu backend; rewinding, batches of different sequences, generation with and
+// without the cache; the quantised formats against gpt_forward on dequantized_copy; the byte
+// counts; the errors; and the cuda backend through the emulator.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpt/backend_cuda.h"
+#include "gpt/infer.h"
+#include "gpt/model.h"
+#include "kernels/cuda/device.h"
+#include "kernels/decode.h"
+#include "nn/rng.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using kernels::WeightFormat;
+
+gpt::GPTConfig infer_config(bool bias) {
+  gpt::GPTConfig c;
+  c.vocab_size = 23;
+  c.block_size = 16;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 32;  // int4 packs groups of 32 columns; sparse24 groups of 8
+  c.bias = bias;
+  return c;
+}
+
+// Every parameter N(0, 0.25): biases and LayerNorm weights away from 0 and 1 so their paths
+// count, and q.k scores of order 1 so attention is far from uniform (a wrong cache position
+// would change it).
+gpt::GPT random_model(const gpt::GPTConfig& c, uint64_t seed) {
+  gpt::GPT m = gpt::gpt_create(c);
+  nn::Rng rng(seed);
+  std::vector<float> p(static_cast<size_t>(m.num_params));
+  for (float& x : p) x = rng.normal(0.0f, 0.25f);
+  m.params_memory.upload(p.data(), p.size());
+  return m;
+}
+
+std::vector<int32_t> random_ids(size_t n, int V, uint64_t seed) {
+  nn::Rng rng(seed);
+  std::vector<int32_t> v(n);
+  for (auto& t : v) t = static_cast<int32_t>(rng.below(static_cast<uint32_t>(V)));
+  return v;
+}
+
+// gpt_forward's logits (B, T, V) on the host
+std::vector<float> forward_logits(gpt::GPT& m, gpt::Backend& be, const std::vector<int32_t>& ids, int B, int T) {
+  gpt::gpt_forward(m, be, ids.data(), nullptr, B, T);
+  std::vector<float> out(static_cast<size_t>(B) * T * m.config.vocab_size);
+  gpt::gpt_memory(m).to_host(out.data(), m.acts.logits, out.size() * sizeof(float));
+  return out;
+}
+
+// max |got - ref| / max |ref| over one (n rows x V) block each: logits are compared on
+// the scale of the largest logit, as a softmax sees them
+double rel_err(const float* got, const float* ref, size_t n) {
+  double err = 0.0, scale = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    err = std::isnan(d) ? 1e30 : std::max(err, d);
+    scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// fp32: the decoder and gpt_forward compute the same sums in different orders (matvec vs
+// matmul, attention over the cache vs the whole sequence): rounding only
+constexpr double kFp32Tol = 1e-5;
+
+void prefill_then_steps_match(gpt::Backend& be, bool bias) {
+  const gpt::GPTConfig c = infer_config(bias);
+  const int T = c.block_size, V = c.vocab_size;
+  gpt::GPT model = random_model(c, 11);
+  const auto ids = random_ids(static_cast<size_t>(T), V, 3);
+  const std::vector<float> ref = forward_logits(model, be, ids, 1, T);
+  const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::f32);
+  gpt::Decoder dec(im, be);
+  INFO(be.name() << " backend, bias " << bias);
+
+  // the whole block in one prefill
+  {
+    const std::vector<float>& got = dec.step(ids.data(), 1, T);
+    REQUIRE(got.size() == static_cast<size_t>(T * V));
+    CHECK(rel_err(got.data(), ref.data(), got.size()) < kFp32Tol);
+    CHECK(dec.pos() == T);
+  }
+  // a prefill of 5, then one token at a time: every position against the full forward
+  dec.reset();
+  CHECK(dec.pos() == 0);
+  const std::vector<float>& pre = dec.step(ids.data(), 1, 5);
+  CHECK(rel_err(pre.data(), ref.data(), static_cast<size_t>(5 * V)) < kFp32Tol);
+  for (int t = 5; t < T; ++t) {
+    INFO("position " << t);
+    const std::vector<float>& got = dec.step(&ids[static_cast<size_t>(t)], 1, 1);
+    REQUIRE(got.size() == static_cast<size_t>(V));
+    CHECK(rel_err(got.data(), ref.data() + static_cast<size_t>(t * V), static_cast<size_t>(V)) < kFp32Tol);
+    CHECK(dec.pos() == t + 1);
+  }
+  // chunks of 3 (what speculative decoding's verification feeds)
+  dec.reset();
+  for (int t = 0; t < T; t += 3) {
+    const int n = std::min(3, T - t);
+    INFO("chunk at " << t);
+    const std::vector<float>& got = dec.step(&ids[static_cast<size_t>(t)], 1, n);
+    CHECK(rel_err(got.data(), ref.data() + static_cast<size_t>(t * V), static_cast<size_t>(n * V)) < kFp32Tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpt infer: Decoder logits equal gpt_forward's at every position, prefill and steps", "[gpt][infer]") {
+  auto naive = gpt::make_backend("naive");
+  auto cpu = gpt::make_backend("cpu");
+  for (bool bias : {true, false}) {
+    prefill_then_steps_match(*naive, bias);
+    prefill_then_steps_match(*cpu, bias);
+  }
+}
+
+TEST_CASE("gpt infer: rewind forgets positions, and stepping again gives the same logits", "[gpt][infer]") {
+  const gpt::GPTConfig c = infer_config(true);
+  const int V = c.vocab_size;
+  auto be = gpt::make_backend("cpu");
+  gpt::GPT model = random_model(c, 12);
+  const auto ids = random_ids(10, V, 4);
+  const auto other = random_ids(4, V, 5);
+  const std::vector<float> ref = forward_logits(model, *be, ids, 1, 10);
+  const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::f32);
+  gpt::Decoder dec(im, *be);
+  const std::vector<float> first = dec.step(ids.data(), 1, 10);
+  // overwrite positions 6..9 with other tokens, then rewind and feed the originals again
+  dec.rewind(6);
+  CHECK(dec.pos() == 6);
+  const std::vector<float> wrong = dec.step(other.data(), 1, 4);
+  CHECK(rel_err(wrong.data(), first.data() + 6 * V, static_cast<size_t>(4 * V)) > 1e-3);  // it did change
+  dec.rewind(6);
+  const std::vector<float> again = dec.step(ids.data() + 6, 1, 4);
+  CHECK(rel_err(again.data(), ref.data() + 6 * V, static_cast<size_t>(4 * V)) < kFp32Tol);
+  CHECK(rel_err(again.data(), first.data() + 6 * V, static_cast<size_t>(4 * V)) < kFp32Tol);
+  // one at a time after a rewind into the middle of the prefill
+  dec.rewind(3);
+  for (int t = 3; t < 10; ++t) {
+    const std::vector<float>& got = dec.step(&ids[static_cast<size_t>(t)], 1, 1);
+    CHECK(rel_err(got.data(), ref.data() + t * V, static_cast<size_t>(V)) < kFp32Tol);
+  }
+}
+
+TEST_CASE("gpt infer: a batch of 2 different sequences equals two batch-1 runs", "[gpt][infer]") {
+  const gpt::GPTConfig c = infer_config(true);
+  const int V = c.vocab_size, T = 9;
+  for (const char* name : {"naive", "cpu"}) {
+    INFO(name);
+    auto be = gpt::make_backend(name);
+    gpt::GPT model = random_model(c, 13);
+    const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::f32);
+    const auto a = random_ids(static_cast<size_t>(T), V, 6), b = random_ids(static_cast<size_t>(T), V, 7);
+    std::vector<int32_t> ab(a.begin(), a.begin() + 4);
+    ab.insert(ab.end(), b.begin(), b.begin() + 4);
+    gpt::Decoder both(im, *be, 2), one_a(im, *be), one_b(im, *be);
+    CHECK(both.max_batch() == 2);
+    // a prefill of 4 each, then single steps
+    std::vector<float> got = both.step(ab.data(), 2, 4);
+    std::vector<float> ra = one_a.step(a.data(), 1, 4), rb = one_b.step(b.data(), 1, 4);
+    CHECK(rel_err(got.data(), ra.data(), static_cast<size_t>(4 * V)) < 1e-6);
+    CHECK(rel_err(got.data() + 4 * V, rb.data(), static_cast<size_t>(4 * V)) < 1e-6);
+    for (int t = 4; t < T; ++t) {
+      INFO("position " << t);
+      const int32_t pair[2] = {a[static_cast<size_t>(t)], b[static_cast<size_t>(t)]};
+      got = both.step(pair, 2, 1);
+      ra = one_a.step(&a[static_cast<size_t>(t)], 1, 1);
+      rb = one_b.step(&b[static_cast<size_t>(t)], 1, 1);
+      CHECK(rel_err(got.data(), ra.data(), static_cast<size_t>(V)) < 1e-6);
+      CHECK(rel_err(got.data() + V, rb.data(), static_cast<size_t>(V)) < 1e-6);
+    }
+    // and the two rows are different sequences (a batch that mixed them up would not pass)
+    CHECK(rel_err(got.data(), got.data() + V, static_cast<size_t>(V)) > 1e-3);
+  }
+}
+
+TEST_CASE("gpt infer: generate with the cache gives the ids generate_without_cache gives", "[gpt][infer]") {
+  const gpt::GPTConfig c = infer_config(true);
+  auto be = gpt::make_backend("cpu");
+  gpt::GPT model = random_model(c, 14);
+  const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::f32);
+  gpt::Decoder dec(im, *be);
+  const std::vector<int32_t> prompt = {1, 5, 7};
+  for (float temperature : {0.0f, 0.8f, 1.5f}) {
+    INFO("temperature " << temperature);
+    gpt::GenerateOptions o;
+    o.tokens = c.block_size - static_cast<int>(prompt.size());  // the whole context fits
+    o.temperature = temperature;
+    o.seed = 99;
+    gpt::GenerateStats s1, s2;
+    const auto with = gpt::generate(dec, prompt, o, &s1);
+    const auto without = gpt::generate_without_cache(model, *be, prompt, o, &s2);
+    CHECK(with == without);
+    CHECK(static_cast<int>(with.size()) == o.tokens);
+    CHECK(s1.generated == o.tokens);
+    CHECK(s2.generated == o.tokens);
+    CHECK(s1.tokens_per_second() > 0.0);
+  }
+  // a sampled run draws more than one distinct id (the draws do use the seed's uniforms)
+  gpt::GenerateOptions o;
+  o.tokens = 13;
+  o.temperature = 1.5f;
+  const auto s = gpt::generate(dec, prompt, o);
+  CHECK(std::count(s.begin(), s.end(), s[0]) < static_cast<long>(s.size()));
+  // past block_size: the cache is refilled with the last block_size / 2 tokens and goes on
+  o.tokens = 3 * c.block_size;
+  const auto longer = gpt::generate(dec, prompt, o);
+  CHECK(static_cast<int>(longer.size()) == o.tokens);
+  for (int32_t id : longer) CHECK((id >= 0 && id < c.vocab_size));
+  // a prompt longer than the block: its last block_size tokens
+  const auto long_prompt = random_ids(40, c.vocab_size, 8);
+  o.tokens = 1;
+  o.temperature = 0.0f;
+  CHECK(gpt::generate(dec, long_prompt, o) == gpt::generate_without_cache(model, *be, long_prompt, o));
+}
+
+// Quantised formats. Two comparisons:
+//  strict: on a model whose matrices ALREADY hold what the format stores (dequantized_copy
+//    of it), packing again loses nothing (bf16 and 2:4 exactly; int8 and int4 up to a scale
+//    recomputed with an ulp of difference), and the decoder's fp32 wte lookup reads the same
+//    table as its packed head: logits equal gpt_forward's to fp32 rounding.
+//  loose: on the original model, against gpt_forward on dequantized_copy, as the header
+//    states it. The copy's lookup reads the ROUNDED wte, the decoder's the exact one: the
+//    embedding of every token differs by the head's rounding error (bf16 2^-9 relative,
+//    int8 half a step of 1/127 of the row's max, int4 half a step of 1/7 of the group's max,
+//    2:4 half of every row dropped), and that difference goes through every layer.
+//    Tolerances are about 3x what this model shows (bf16 6e-4, int8 1.6e-3, int4 3e-2,
+//    2:4 0.13 relative to the largest logit), small enough that a wrongly packed or
+//    mis-indexed matrix (an error of order 1) fails; the strict check is the precise one.
+TEST_CASE("gpt infer: bf16, int8, int4 and 2:4 decoders match gpt_forward on dequantized_copy", "[gpt][infer]") {
+  const gpt::GPTConfig c = infer_config(true);
+  const int T = 12, V = c.vocab_size;
+  auto be = gpt::make_backend("cpu");
+  auto naive = gpt::make_backend("naive");
+  gpt::GPT model = random_model(c, 15);
+  const auto ids = random_ids(static_cast<size_t>(T), V, 9);
+  struct Case {
+    WeightFormat f;
+    double loose;
+  };
+  for (const Case& k : {Case{WeightFormat::bf16, 3e-3}, Case{WeightFormat::int8, 6e-3}, Case{WeightFormat::int4, 0.1},
+                        Case{WeightFormat::sparse24, 0.4}}) {
+    INFO(kernels::format_name(k.f));
+    gpt::GPT dq = gpt::dequantized_copy(model, k.f);
+    CHECK(dq.params_memory.to_vector() != model.params_memory.to_vector());
+    const std::vector<float> ref_dq = forward_logits(dq, *be, ids, 1, T);
+    // strict, on both host backends, stepping one token at a time after a prefill of 4
+    for (gpt::Backend* b : {be.get(), naive.get()}) {
+      INFO(b->name() << " backend, strict");
+      const gpt::InferenceModel im = gpt::pack_model(dq, k.f);
+      CHECK(im.format == k.f);
+      gpt::Decoder dec(im, *b);
+      std::vector<float> got = dec.step(ids.data(), 1, 4);
+      for (int t = 4; t < T; ++t) {
+        const std::vector<float>& r = dec.step(&ids[static_cast<size_t>(t)], 1, 1);
+        got.insert(got.end(), r.begin(), r.end());
+      }
+      CHECK(rel_err(got.data(), ref_dq.data(), got.size()) < 1e-4);
+    }
+    // loose: the original model, packed
+    const gpt::InferenceModel im = gpt::pack_model(model, k.f);
+    gpt::Decoder dec(im, *be);
+    const std::vector<float> got = dec.step(ids.data(), 1, T);
+    const double err = rel_err(got.data(), ref_dq.data(), got.size());
+    INFO("loose error " << err);
+    CHECK(err < k.loose);
+  }
+}
+
+TEST_CASE("gpt infer: weight_bytes_per_token and bytes count what they document", "[gpt][infer]") {
+  for (bool bias : {true, false}) {
+    const gpt::GPTConfig c = infer_config(bias);
+    const int64_t L = c.n_layer, C = c.n_embd, V = c.vocab_size, maxT = c.block_size;
+    gpt::GPT model = random_model(c, 16);
+    auto naive = gpt::make_backend("naive");
+    // LayerNorm weights 2C per layer and ln_f C; with biases also their 2C + C, and the
+    // Linear biases 3C + C + 4C + C per layer
+    const int64_t vec_floats = bias ? L * (4 * C + 9 * C) + 2 * C : L * 2 * C + C;
+    int64_t prev = 0;
+    for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::int8, WeightFormat::int4,
+                           WeightFormat::sparse24}) {
+      INFO(kernels::format_name(f) << ", bias " << bias);
+      const gpt::InferenceModel im = gpt::pack_model(model, f);
+      const auto fb = [&](int64_t r, int64_t col) {
+        return static_cast<int64_t>(kernels::format_bytes(f, static_cast<int>(r), static_cast<int>(col)));
+      };
+      const int64_t matrices = L * (fb(3 * C, C) + fb(C, C) + fb(4 * C, C) + fb(C, 4 * C)) + fb(V, C);
+      CHECK(im.vectors.size() == static_cast<size_t>(vec_floats));
+      CHECK(im.weight_bytes_per_token() == matrices + 4 * vec_floats + 4 * 2 * C);
+      CHECK(im.bytes() == matrices + 4 * vec_floats + 4 * (V + maxT) * C);
+      CHECK(im.head.bytes() == fb(V, C));
+      CHECK(im.qkvw.size() == static_cast<size_t>(L));
+      CHECK((bias ? im.qkvb != nullptr : im.qkvb == nullptr));
+      if (f == WeightFormat::f32) CHECK(matrices == 4 * (L * 12 * C * C + V * C));
+      if (f == WeightFormat::bf16 || f == WeightFormat::int8 || f == WeightFormat::int4) {
+        CHECK(im.weight_bytes_per_token() < prev);  // each format smaller than the last
+      }
+      prev = im.weight_bytes_per_token();
+      gpt::Decoder dec(im, *naive, 3);
+      CHECK(dec.kv_cache_bytes() == 2 * L * 3 * maxT * C * 4);
+    }
+  }
+}
+
+TEST_CASE("gpt infer: clear errors for misuse", "[gpt][infer]") {
+  const gpt::GPTConfig c = infer_config(true);
+  auto be = gpt::make_backend("cpu");
+  gpt::GPT model = random_model(c, 17);
+  const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::f32);
+  using testing::error_of;
+  gpt::Decoder dec(im, *be, 2);
+  const std::vector<int32_t> ids(40, 1);
+  CHECK_THAT(error_of([&] { dec.step(ids.data(), 1, 17); }), Catch::Contains("exceed block_size 16"));
+  CHECK(dec.pos() == 0);
+  dec.step(ids.data(), 1, 10);
+  CHECK_THAT(error_of([&] { dec.step(ids.data(), 1, 7); }), Catch::Contains("exceed block_size"));
+  CHECK_THAT(error_of([&] { dec.step(ids.data(), 3, 1); }), Catch::Contains("max_batch"));
+  CHECK_THAT(error_of([&] { dec.step(ids.data(), 0, 1); }), Catch::Contains("batch 0"));
+  CHECK_THAT(error_of([&] { dec.step(ids.data(), 1, 0); }), Catch::Contains("at least one"));
+  const int32_t bad[2] = {3, 23};
+  CHECK_THAT(error_of([&] { dec.step(bad, 1, 2); }), Catch::Contains("outside the vocabulary"));
+  const int32_t negative = -1;
+  CHECK_THAT(error_of([&] { dec.step(&negative, 1, 1); }), Catch::Contains("outside the vocabulary"));
+  CHECK(dec.pos() == 10);  // a refused step changes nothing
+  CHECK_THAT(error_of([&] { dec.rewind(11); }), Catch::Contains("0 <= p <= 10"));
+  CHECK_THAT(error_of([&] { dec.rewind(-1); }), Catch::Contains("0 <= p <= 10"));
+  CHECK_THAT(error_of([&] { gpt::Decoder d(im, *be, 0); }), Catch::Contains("max_batch must be >= 1"));
+  CHECK_THAT(error_of([] { gpt::Decoder d(gpt::InferenceModel{}, *gpt::make_backend("cpu")); }),
+             Catch::Contains("empty"));
+  // a host model on the (emulated) cuda backend
+  auto cuda = gpt::make_cuda_backend(kernels::cuda::emulator(), "fp32");
+  CHECK_THAT(error_of([&] { gpt::Decoder d(im, *cuda); }), Catch::Contains("pack_model(model, format, backend.memory())"));
+  // formats the widths do not allow: int4 needs C % 32 == 0, 2:4 C % 8 == 0
+  gpt::GPTConfig narrow = c;
+  narrow.n_embd = 20;
+  narrow.n_head = 2;
+  gpt::GPT nm = random_model(narrow, 18);
+  CHECK_THAT(error_of([&] { gpt::pack_model(nm, WeightFormat::int4); }), Catch::Contains("as int4"));
+  CHECK_THAT(error_of([&] { gpt::pack_model(nm, WeightFormat::sparse24); }), Catch::Contains("as sparse24"));
+  CHECK_THAT(error_of([&] { gpt::dequantized_copy(nm, WeightFormat::int4); }), Catch::Contains("as int4"));
+  CHECK_NOTHROW(gpt::pack_model(nm, WeightFormat::int8));
+  // generation
+  gpt::GenerateOptions o;
+  CHECK_THAT(error_of([&] { gpt::generate(dec, {}, o); }), Catch::Contains("at least one token"));
+  o.tokens = -1;
+  CHECK_THAT(error_of([&] { gpt::generate(dec, {1}, o); }), Catch::Contains(">= 0"));
+  CHECK_THAT(error_of([&] { gpt::generate_without_cache(model, *be, {1}, o); }), Catch::Contains(">= 0"));
+}
+
+// The cuda backend's inference ops (kernels/cuda) on the emulator against the cpu decoder.
+TEST_CASE("gpt infer cuda (emulated): the cuda decoder's logits equal the cpu decoder's", "[gpt][cuda][infer]") {
+  const gpt::GPTConfig c = infer_config(true);
+  const int T = 10, V = c.vocab_size;
+  auto cpu = gpt::make_backend("cpu");
+  auto cuda = gpt::make_cuda_backend(kernels::cuda::emulator(), "fp32");
+  gpt::GPT model = random_model(c, 19);
+  const auto ids = random_ids(2 * static_cast<size_t>(T), V, 10);
+  for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::int8, WeightFormat::int4,
+                         WeightFormat::sparse24}) {
+    INFO(kernels::format_name(f));
+    const gpt::InferenceModel hm = gpt::pack_model(model, f);
+    const gpt::InferenceModel dm = gpt::pack_model(model, f, cuda->memory());
+    REQUIRE_FALSE(dm.wte.memory().is_host());
+    gpt::Decoder dh(hm, *cpu, 2), dd(dm, *cuda, 2);
+    // batch 2: a prefill of 4, then single steps
+    std::vector<int32_t> pre;
+    for (int b = 0; b < 2; ++b) pre.insert(pre.end(), ids.begin() + b * T, ids.begin() + b * T + 4);
+    const std::vector<float> a = dh.step(pre.data(), 2, 4);
+    const std::vector<float> b = dd.step(pre.data(), 2, 4);
+    CHECK(rel_err(b.data(), a.data(), a.size()) < kFp32Tol);
+    for (int t = 4; t < T; ++t) {
+      const int32_t pair[2] = {ids[static_cast<size_t>(t)], ids[static_cast<size_t>(T + t)]};
+      const std::vector<float> x = dh.step(pair, 2, 1);
+      const std::vector<float> y = dd.step(pair, 2, 1);
+      INFO("position " << t);
+      CHECK(rel_err(y.data(), x.data(), x.size()) < kFp32Tol);
+    }
+  }
+}
