@@ -128,4 +128,9 @@ TEST_CASE("lesson10: parts speculative and prune run in quick mode and write the
   CHECK(bytes[2] == bytes[0]);
   CHECK(bytes[3] < bytes[0]);   // sparse24 stores half the values and 2-bit positions
   for (const double t : tps) CHECK(t > 0.0);
+  const std::vector<double> speed_val = numbers_of(pr, "val_loss");
+  REQUIRE(speed_val.size() == 4);
+  CHECK(speed_val[0] == Approx(dense).epsilon(1e-5));
+  CHECK(speed_val[2] == Approx(vf[4]).epsilon(1e-5));  // the fine-tuned 2:4 model, in fp32
+  CHECK(std::isfinite(speed_val[3]));
 }
