@@ -1,0 +1,136 @@
+// Lesson 10, parts speculative and prune, end to end in quick mode on a small corpus: the
+// models train into a temporary --out-dir, each part writes its JSON, and the JSON's fields
+// agree with the formulas and with each other (gpt/speculative.h, gpt/prune.h).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gpt/speculative.h"
+#include "lessons/10-inference/inference_lesson.h"
+#include "nn/rng.h"
+#include "tests/test_util.h"
+
+namespace {
+
+std::string write_corpus(const testing::TempDir& dir) {
+  std::string text;
+  nn::Rng rng(10);
+  const char* words[] = {"ROMEO: ", "speak ", "love, ", "night.\n", "JULIET: ", "the ", "moon "};
+  while (text.size() < 30000) text += words[rng.below(7)];
+  const std::string path = dir.file("corpus.txt");
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Every value of "key": <number> in the text, in order (null reads as NaN).
+std::vector<double> numbers_of(const std::string& json, const std::string& key) {
+  std::vector<double> out;
+  const std::regex re("\"" + key + "\": (null|-?[0-9][0-9.eE+-]*)");
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator(); ++it) {
+    const std::string v = (*it)[1].str();
+    out.push_back(v == "null" ? NAN : std::stod(v));
+  }
+  return out;
+}
+std::vector<std::string> strings_of(const std::string& json, const std::string& key) {
+  std::vector<std::string> out;
+  const std::regex re("\"" + key + "\": \"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1].str());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("lesson10: parts speculative and prune run in quick mode and write their JSON", "[lesson10][slow]") {
+  testing::TempDir dir("lesson10-spec");
+  lesson10::Options o;
+  o.quick = true;
+  o.backend = "cpu";
+  o.data = write_corpus(dir);
+  o.out_dir = dir.file("out");
+  o.json_dir = dir.file("json");
+
+  o.part = "speculative";
+  REQUIRE(lesson10::run(o) == 0);
+  const std::string spec = testing::read_text(dir.file("json/lesson10-speculative.json"));
+  INFO(spec);
+  CHECK(strings_of(spec, "schema") == std::vector<std::string>{"nnlab-lesson10/1"});
+  CHECK(strings_of(spec, "part") == std::vector<std::string>{"speculative"});
+  CHECK(strings_of(spec, "draft") == std::vector<std::string>{"draft-s", "draft-s", "draft-m", "draft-m"});
+  CHECK(spec.find("\"target\": {\"params\": ") != std::string::npos);
+  const std::vector<double> k = numbers_of(spec, "k"), acc = numbers_of(spec, "acceptance"),
+                            tpr = numbers_of(spec, "tokens_per_round"),
+                            etpr = numbers_of(spec, "expected_tokens_per_round"), c = numbers_of(spec, "cost_ratio"),
+                            sp = numbers_of(spec, "speedup"), esp = numbers_of(spec, "expected_speedup"),
+                            rounds = numbers_of(spec, "rounds"), emitted = numbers_of(spec, "emitted"),
+                            drafted = numbers_of(spec, "drafted"), accepted = numbers_of(spec, "accepted");
+  REQUIRE(k == std::vector<double>{1, 4, 1, 4});
+  REQUIRE(acc.size() == 4);
+  REQUIRE(tpr.size() == 4);
+  REQUIRE(etpr.size() == 4);
+  REQUIRE(c.size() == 4);
+  REQUIRE(sp.size() == 4);
+  REQUIRE(esp.size() == 4);
+  REQUIRE(rounds.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("row " << i);
+    CHECK(acc[i] >= 0.0);
+    CHECK(acc[i] <= 1.0);
+    CHECK(acc[i] == Approx(accepted[i] / drafted[i]).epsilon(1e-5));
+    CHECK(tpr[i] >= 1.0);
+    CHECK(tpr[i] <= k[i] + 1.0);
+    CHECK(tpr[i] == Approx(emitted[i] / rounds[i]).epsilon(1e-5));
+    CHECK(etpr[i] == Approx(gpt::expected_tokens_per_round(acc[i], static_cast<int>(k[i]))).epsilon(1e-4));
+    CHECK(c[i] > 0.0);
+    CHECK(sp[i] > 0.0);
+    CHECK(esp[i] == Approx(gpt::expected_speedup(acc[i], static_cast<int>(k[i]), c[i])).epsilon(1e-4));
+  }
+  // the same runs and tokens for every row: as many tokens emitted in each
+  CHECK(emitted[0] == emitted[1]);
+  CHECK(emitted[0] == emitted[3]);
+  REQUIRE(numbers_of(spec, "baseline_tokens_per_s").size() == 1);
+  CHECK(numbers_of(spec, "baseline_tokens_per_s")[0] > 0.0);
+
+  o.part = "prune";  // the target trained above is reused
+  REQUIRE(lesson10::run(o) == 0);
+  const std::string pr = testing::read_text(dir.file("json/lesson10-prune.json"));
+  INFO(pr);
+  CHECK(strings_of(pr, "part") == std::vector<std::string>{"prune"});
+  CHECK(strings_of(pr, "kind") == std::vector<std::string>{"magnitude", "magnitude", "magnitude", "magnitude", "2:4"});
+  const std::vector<double> s = numbers_of(pr, "sparsity"), ms = numbers_of(pr, "measured_sparsity"),
+                            vp = numbers_of(pr, "val_loss_pruned"), vf = numbers_of(pr, "val_loss_finetuned");
+  REQUIRE(s == std::vector<double>{0.25, 0.5, 0.75, 0.9, 0.5});
+  REQUIRE(ms.size() == 5);
+  REQUIRE(vp.size() == 5);
+  REQUIRE(vf.size() == 5);
+  const double dense = numbers_of(pr, "val_loss_dense").at(0);
+  for (size_t i = 0; i < 5; ++i) {
+    INFO("row " << i);
+    CHECK(ms[i] == Approx(s[i]).margin(0.01));
+    CHECK(std::isfinite(vp[i]));
+    CHECK(std::isfinite(vf[i]));
+    CHECK(vp[i] > 0.0);
+  }
+  CHECK(vp[3] > dense);   // 90% of the weights gone: worse than the dense model
+  CHECK(vp[3] > vp[0]);   // and worse than 25%
+  CHECK(strings_of(pr, "what") ==
+        std::vector<std::string>{"dense fp32", "magnitude 0.5, fp32", "2:4, fp32", "2:4, sparse24"});
+  const std::vector<double> bytes = numbers_of(pr, "bytes_per_token"), tps = numbers_of(pr, "tokens_per_s");
+  REQUIRE(bytes.size() == 4);
+  REQUIRE(tps.size() == 4);
+  CHECK(bytes[1] == bytes[0]);  // zeros in fp32 are bytes like any other
+  CHECK(bytes[2] == bytes[0]);
+  CHECK(bytes[3] < bytes[0]);   // sparse24 stores half the values and 2-bit positions
+  for (const double t : tps) CHECK(t > 0.0);
+  const std::vector<double> speed_val = numbers_of(pr, "val_loss");
+  REQUIRE(speed_val.size() == 4);
+  CHECK(speed_val[0] == Approx(dense).epsilon(1e-5));
+  CHECK(speed_val[2] == Approx(vf[4]).epsilon(1e-5));  // the fine-tuned 2:4 model, in fp32
+  CHECK(std::isfinite(speed_val[3]));
+}
