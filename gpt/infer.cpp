@@ -68,6 +68,14 @@ void check_packable(kernels::WeightFormat f, int rows, int cols, const char* wha
                                        << kernels::format_name(f) << ": " << why);
 }
 
+}  // namespace
+
+kernels::WeightFormat head_format(kernels::WeightFormat format) {
+  return format == kernels::WeightFormat::sparse24 ? kernels::WeightFormat::f32 : format;
+}
+
+namespace {
+
 // Every matrix the decoder reads packed, with its (rows, cols), checked before any work.
 void check_model_packable(const GPTConfig& c, kernels::WeightFormat f) {
   const int C = c.n_embd;
@@ -75,7 +83,7 @@ void check_model_packable(const GPTConfig& c, kernels::WeightFormat f) {
   check_packable(f, C, C, "attn.c_proj.weight");
   check_packable(f, 4 * C, C, "mlp.c_fc.weight");
   check_packable(f, C, 4 * C, "mlp.c_proj.weight");
-  check_packable(f, c.vocab_size, C, "the head (wte)");
+  check_packable(head_format(f), c.vocab_size, C, "the head (wte)");
 }
 
 PackedMatrix pack_into(const float* w, int rows, int cols, kernels::WeightFormat f, Memory& memory) {
@@ -165,7 +173,7 @@ InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory
     m.fcw.push_back(pack_into(P.fcw + l * 4 * C * C, 4 * Ci, Ci, format, memory));
     m.fcprojw.push_back(pack_into(P.fcprojw + l * C * 4 * C, Ci, 4 * Ci, format, memory));
   }
-  m.head = pack_into(P.wte, c.vocab_size, Ci, format, memory);
+  m.head = pack_into(P.wte, c.vocab_size, Ci, head_format(format), memory);
   return m;
 }
 
@@ -182,7 +190,7 @@ GPT dequantized_copy(const GPT& model, kernels::WeightFormat format) {
     round_trip(P.fcw + l * 4 * C * C, 4 * Ci, Ci, format);
     round_trip(P.fcprojw + l * C * 4 * C, Ci, 4 * Ci, format);
   }
-  round_trip(P.wte, c.vocab_size, Ci, format);
+  round_trip(P.wte, c.vocab_size, Ci, head_format(format));
   return out;
 }
 

@@ -297,11 +297,15 @@ TEST_CASE("gpt infer: weight_bytes_per_token and bytes count what they document"
       const auto fb = [&](int64_t r, int64_t col) {
         return static_cast<int64_t>(kernels::format_bytes(f, static_cast<int>(r), static_cast<int>(col)));
       };
-      const int64_t matrices = L * (fb(3 * C, C) + fb(C, C) + fb(4 * C, C) + fb(C, 4 * C)) + fb(V, C);
+      // the head is packed in gpt::head_format(f): fp32 for sparse24 (pruning keeps wte whole)
+      const int64_t head = static_cast<int64_t>(
+          kernels::format_bytes(gpt::head_format(f), static_cast<int>(V), static_cast<int>(C)));
+      CHECK((f == WeightFormat::sparse24 ? head == 4 * V * C : head == fb(V, C)));
+      const int64_t matrices = L * (fb(3 * C, C) + fb(C, C) + fb(4 * C, C) + fb(C, 4 * C)) + head;
       CHECK(im.vectors.size() == static_cast<size_t>(vec_floats));
       CHECK(im.weight_bytes_per_token() == matrices + 4 * vec_floats + 4 * 2 * C);
       CHECK(im.bytes() == matrices + 4 * vec_floats + 4 * (V + maxT) * C);
-      CHECK(im.head.bytes() == fb(V, C));
+      CHECK(im.head.bytes() == head);
       CHECK(im.qkvw.size() == static_cast<size_t>(L));
       CHECK((bias ? im.qkvb != nullptr : im.qkvb == nullptr));
       if (f == WeightFormat::f32) CHECK(matrices == 4 * (L * 12 * C * C + V * C));
