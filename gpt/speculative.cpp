@@ -200,6 +200,7 @@ std::vector<int32_t> speculative_generate(TokenModel& target, TokenModel& draft,
       const int32_t y = speculative_accept(p.data() + static_cast<size_t>(i) * Vs, q.data() + static_cast<size_t>(i) * Vs,
                                            V, drafts[static_cast<size_t>(i)], u_accept, u_resample, &accepted);
       seq.push_back(y);
+      ++st.judged;
       if (!accepted) {
         all_accepted = false;
         break;

@@ -63,10 +63,15 @@ struct SpeculativeOptions {
 struct SpeculativeStats {
   int64_t rounds = 0;    // target steps
   int64_t drafted = 0;   // draft tokens proposed
+  int64_t judged = 0;    // of those, put to the rule: up to and including a round's first
+                         // reject (the drafts after it are thrown away unjudged)
   int64_t accepted = 0;  // of those, accepted
   int64_t emitted = 0;   // tokens produced (accepted + one per round)
   double seconds = 0.0, target_seconds = 0.0, draft_seconds = 0.0;
-  double acceptance_rate() const { return drafted > 0 ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0; }
+  // accepted / judged: the estimate of the per-draft acceptance probability a of the
+  // formulas below (accepted / drafted would count the unjudged drafts after a reject as
+  // rejections, and fall with k even when a does not).
+  double acceptance_rate() const { return judged > 0 ? static_cast<double>(accepted) / static_cast<double>(judged) : 0.0; }
   double tokens_per_round() const { return rounds > 0 ? static_cast<double>(emitted) / static_cast<double>(rounds) : 0.0; }
 };
 // Generates o.tokens ids after `prompt` (both models start empty: the prompt is prefilled

@@ -338,6 +338,10 @@ TEST_CASE("speculative: the first tokens' joint distribution is the target's, k 
       REQUIRE(st.emitted == 4);
       REQUIRE(st.emitted == st.accepted + st.rounds);
       REQUIRE(target.steps == st.rounds + 1);  // one prefill, then ONE target step per round
+      // every round judges its drafts up to its first reject: at most one reject per round
+      REQUIRE(st.judged >= st.accepted);
+      REQUIRE(st.judged <= st.drafted);
+      REQUIRE(st.judged - st.accepted <= st.rounds);
       ++counts[static_cast<size_t>(cell_of(out, n_first, V))];
       drafted += st.drafted;
       accepted += st.accepted;
@@ -396,6 +400,7 @@ TEST_CASE("speculative: a draft equal to the target is always accepted, k + 1 to
     CHECK(out.size() == static_cast<size_t>(o.tokens));
     CHECK(st.rounds == 5);
     CHECK(st.drafted == 5 * k);
+    CHECK(st.judged == st.drafted);  // no reject: every draft judged and accepted
     CHECK(st.acceptance_rate() == 1.0);
     CHECK(st.tokens_per_round() == k + 1);
     CHECK(target.steps == 1 + 5);

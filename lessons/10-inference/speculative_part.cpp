@@ -129,6 +129,7 @@ int run_speculative_part(const Options& opts) {
         gpt::speculative_generate(*target.model, *d.model, prompt, o, &st);
         r.st.rounds += st.rounds;
         r.st.drafted += st.drafted;
+        r.st.judged += st.judged;
         r.st.accepted += st.accepted;
         r.st.emitted += st.emitted;
         r.st.seconds += st.seconds;
@@ -159,7 +160,7 @@ int run_speculative_part(const Options& opts) {
               << r.expected_speedup << std::setw(9) << r.verify_ratio << std::setprecision(1) << std::setw(9)
               << 100.0 * r.overhead << "%\n";
   }
-  std::cout << "\n  accept: drafts accepted / proposed; tok/rnd: tokens per target step; c: a draft step's time / a\n"
+  std::cout << "\n  accept: drafts accepted / judged (a round stops judging at its first reject); tok/rnd: tokens per target step; c: a draft step's time / a\n"
                "  target step's (1 token each, measured); speedup: plain decoding's time per token / speculative's;\n"
                "  (expect): (1 - a^(k+1)) / (1 - a) and that / (k c + 1) from the measured a and c;\n"
                "  verify: the target's (k+1)-token step / its 1-token step; overhead: time outside both models' steps.\n"
@@ -192,7 +193,7 @@ int run_speculative_part(const Options& opts) {
        << ", \"cost_ratio\": " << json_number(r.cost_ratio) << ", \"speedup\": " << json_number(r.speedup)
        << ", \"expected_speedup\": " << json_number(r.expected_speedup)
        << ", \"verify_step_ratio\": " << json_number(r.verify_ratio) << ", \"overhead_fraction\": " << json_number(r.overhead)
-       << ", \"rounds\": " << r.st.rounds << ", \"drafted\": " << r.st.drafted << ", \"accepted\": " << r.st.accepted
+       << ", \"rounds\": " << r.st.rounds << ", \"drafted\": " << r.st.drafted << ", \"judged\": " << r.st.judged << ", \"accepted\": " << r.st.accepted
        << ", \"emitted\": " << r.st.emitted << "}";
   }
   js << "]}";
