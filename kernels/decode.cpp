@@ -36,6 +36,18 @@ float weight_at(const WeightsView& w, int r, int c) {
   return 0.0f;
 }
 
+// The k and v thirds of each new qkv (B, n, 3C) row into the caches (B, maxT, C) at row pos+i.
+void append_kv(float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C, int maxT) {
+  const size_t uC = static_cast<size_t>(C);
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < n; ++i) {
+      const float* row = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * 3 * uC;
+      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uC;
+      std::memcpy(kcache + at, row + uC, uC * sizeof(float));
+      std::memcpy(vcache + at, row + 2 * uC, uC * sizeof(float));
+    }
+}
+
 }  // namespace
 
 std::string check_packable(WeightFormat f, int rows, int cols) {
@@ -450,13 +462,7 @@ void attention_decode_v1(float* out, float* kcache, float* vcache, const float* 
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   const size_t uC = static_cast<size_t>(C);
   // 1. append the new keys and values
-  for (int b = 0; b < B; ++b)
-    for (int i = 0; i < n; ++i) {
-      const float* row = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * 3 * uC;
-      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uC;
-      std::memcpy(kcache + at, row + uC, uC * sizeof(float));
-      std::memcpy(vcache + at, row + 2 * uC, uC * sizeof(float));
-    }
+  append_kv(kcache, vcache, qkv, B, n, pos, C, maxT);
   // 2. each new query attends over positions 0 .. pos+i
   std::vector<double> score(static_cast<size_t>(pos + n));
   for (int b = 0; b < B; ++b)
@@ -532,13 +538,7 @@ void attention_decode_v2(float* out, float* kcache, float* vcache, const float* 
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
   const size_t uC = static_cast<size_t>(C);
   // 1. append the new keys and values (before any query reads them: query i sees i's own k, v)
-  for (int b = 0; b < B; ++b)
-    for (int i = 0; i < n; ++i) {
-      const float* row = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * 3 * uC;
-      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uC;
-      std::memcpy(kcache + at, row + uC, uC * sizeof(float));
-      std::memcpy(vcache + at, row + 2 * uC, uC * sizeof(float));
-    }
+  append_kv(kcache, vcache, qkv, B, n, pos, C, maxT);
   // 2. every (b, i, h) on its own
   const int items = B * n * NH;
   const bool parallel = static_cast<size_t>(items) * static_cast<size_t>(pos + n) * uC >= kMinThreaded;
