@@ -47,7 +47,9 @@ namespace lesson10 {
 
 struct Options {
   std::string part = "all";  // kv | law | quant | speculative | prune | all
-  std::string backend = "cpu";  // naive | cpu | cuda
+  std::string backend = "cpu";  // naive | cpu | cuda; always at fp32 (the cuda backend's
+                                // training forward too: the no-cache baseline and the
+                                // evaluations then round like the decoder, not in bf16)
   int threads = 0;              // 0: OpenMP's default
   bool quick = false;           // --quick, or NNLAB_QUICK=1 in the environment
   std::string data;             // the corpus (default: Tiny Shakespeare, else the Debian fallback)

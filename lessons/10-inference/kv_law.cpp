@@ -102,7 +102,7 @@ std::string mib(double bytes) { return fmt(bytes / (1 << 20), bytes < (1 << 20) 
 
 int run_kv_part(const Options& opts) {
   const int threads = gpt::use_threads(opts.threads);
-  auto be = gpt::make_backend(opts.backend);
+  auto be = gpt::make_backend(opts.backend, "fp32");
   const gpt::TrainOptions target = model_options(opts, "target");
   gpt::GPTConfig c;
   c.vocab_size = 65;
@@ -198,7 +198,7 @@ int run_kv_part(const Options& opts) {
 
 int run_law_part(const Options& opts) {
   const int threads = gpt::use_threads(opts.threads);
-  auto be = gpt::make_backend(opts.backend);
+  auto be = gpt::make_backend(opts.backend, "fp32");
   const double measure_s = opts.quick ? 0.05 : 0.4;
 
   // the bandwidth, STREAM triad over arrays well beyond the last-level cache

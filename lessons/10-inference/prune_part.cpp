@@ -70,9 +70,9 @@ SpeedRow measure_speed(const std::string& what, const gpt::GPT& model, kernels::
 
 int run_prune_part(const Options& opts) {
   gpt::use_threads(opts.threads);
-  std::unique_ptr<gpt::Backend> be = gpt::make_backend(opts.backend);
+  std::unique_ptr<gpt::Backend> be = gpt::make_backend(opts.backend, "fp32");
   // evaluation and the fine-tune run on the host (the fine-tune re-applies the mask there)
-  std::unique_ptr<gpt::Backend> host = gpt::make_backend(opts.backend == "cuda" ? "cpu" : opts.backend);
+  std::unique_ptr<gpt::Backend> host = gpt::make_backend(opts.backend == "cuda" ? "cpu" : opts.backend, "fp32");
   std::cout << "== part prune: weights set to zero, a short fine-tune, and what it buys ==\n";
 
   gpt::LoadedCheckpoint ck = load_or_train(opts, "target");

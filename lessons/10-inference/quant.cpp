@@ -56,7 +56,7 @@ double decode_tokens_per_s(gpt::Decoder& dec, int tokens, uint64_t seed) {
 
 int run_quant_part(const Options& opts) {
   const int threads = gpt::use_threads(opts.threads);
-  auto be = gpt::make_backend(opts.backend);
+  auto be = gpt::make_backend(opts.backend, "fp32");
   gpt::LoadedCheckpoint ck = load_or_train(opts, "target");
   const gpt::GPTConfig& c = ck.model.config;
   const Splits splits = corpus_splits(opts, ck.vocab);

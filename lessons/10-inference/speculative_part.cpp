@@ -73,7 +73,7 @@ struct Row {
 
 int run_speculative_part(const Options& opts) {
   gpt::use_threads(opts.threads);
-  std::unique_ptr<gpt::Backend> be = gpt::make_backend(opts.backend);
+  std::unique_ptr<gpt::Backend> be = gpt::make_backend(opts.backend, "fp32");
   const float temperature = 1.0f;
   std::cout << "== part speculative: a draft proposes k tokens, the target checks them in one step ==\n";
 
