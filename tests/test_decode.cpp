@@ -441,8 +441,10 @@ TEST_CASE("attention_decode v2 refuses sizes it cannot serve", "[decode][kernels
 
 // ---- the bench ------------------------------------------------------------------------------
 
-TEST_CASE("the matvec bench validates and times every version at its quick sizes", "[decode][kernels]") {
-  const h::OpBench& op = kernels::bench::op("matvec");
+// Runs an op's bench at its quick sizes (both thread counts of quick_bench_options): every
+// version must validate and be timed. Returns the op for the checks of its description.
+static const h::OpBench& check_quick_bench(const std::string& name) {
+  const h::OpBench& op = kernels::bench::op(name);
   h::BenchOptions opts = testing::quick_bench_options();
   opts.sizes = op.quick_sizes;
   std::ostringstream log;
@@ -454,6 +456,11 @@ TEST_CASE("the matvec bench validates and times every version at its quick sizes
     CHECK(r.valid);
     CHECK(r.timed);
   }
+  return op;
+}
+
+TEST_CASE("the matvec bench validates and times every version at its quick sizes", "[decode][kernels]") {
+  const h::OpBench& op = check_quick_bench("matvec");
   // Bytes: packed weights + x + y + bias; v1 reads the weights once per input row.
   const auto p = op.make("int4:3x64x96", 1);
   const double once = static_cast<double>(kernels::format_bytes(WeightFormat::int4, 64, 96)) + 4.0 * (3 * 96 + 3 * 64 + 64);
@@ -469,18 +476,7 @@ TEST_CASE("the matvec bench validates and times every version at its quick sizes
 }
 
 TEST_CASE("the attention_decode bench validates every version at its quick sizes", "[decode][kernels]") {
-  const h::OpBench& op = kernels::bench::op("attention_decode");
-  h::BenchOptions opts = testing::quick_bench_options();
-  opts.sizes = op.quick_sizes;
-  std::ostringstream log;
-  const std::vector<h::Result> results = h::run_bench(op, opts, testing::fake_ceilings(), log);
-  INFO(log.str());
-  REQUIRE(results.size() == op.quick_sizes.size() * op.variants.size() * 2);
-  for (const h::Result& r : results) {
-    INFO(r.variant << " " << r.shape << " " << r.note);
-    CHECK(r.valid);
-    CHECK(r.timed);
-  }
+  const h::OpBench& op = check_quick_bench("attention_decode");
   const auto p = op.make("2x37x36x3", 1);
   CHECK(p->shape() == "B=2 pos=37 C=36 NH=3");
   CHECK(p->flops() == 4.0 * 2 * 38 * 36);
