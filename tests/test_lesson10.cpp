@@ -11,50 +11,23 @@
 
 #include "lessons/10-inference/inference_lesson.h"
 #include "nn/rng.h"
+#include "tests/lesson10_test_util.h"
 #include "tests/test_util.h"
 
 namespace {
 
-std::string write_corpus(const testing::TempDir& dir) {
-  std::string text;
-  nn::Rng rng(10);
-  const char* words[] = {"ROMEO: ", "speak ", "love, ", "night.\n", "JULIET: ", "the ", "moon "};
-  while (text.size() < 8000) text += words[rng.below(7)];
-  const std::string path = dir.file("corpus.txt");
-  std::ofstream(path) << text;
-  return path;
-}
+using testing::numbers_of;
+using testing::strings_of;
 
 lesson10::Options quick_options(const testing::TempDir& dir, const std::string& part) {
   lesson10::Options o;
   o.part = part;
   o.quick = true;
   o.threads = 2;
-  o.data = write_corpus(dir);
+  o.data = testing::write_lesson10_corpus(dir, 8000);
   o.out_dir = dir.file("out");
   o.json_dir = dir.file("json");
   return o;
-}
-
-// Every number written after "key": in the JSON text, in order.
-std::vector<double> numbers_of(const std::string& json, const std::string& key) {
-  std::vector<double> out;
-  const std::regex re("\"" + key + "\": (-?[0-9.eE+-]+|nan|inf|-inf|null)");
-  for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator(); ++it) {
-    const std::string v = (*it)[1].str();
-    out.push_back(v == "null" ? std::nan("") : std::stod(v));
-  }
-  return out;
-}
-
-// Every string written after "key": in the JSON text, in order.
-std::vector<std::string> strings_of(const std::string& json, const std::string& key) {
-  std::vector<std::string> out;
-  const std::regex re("\"" + key + "\": \"([^\"]*)\"");
-  for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator(); ++it) {
-    out.push_back((*it)[1].str());
-  }
-  return out;
 }
 
 void check_header(const std::string& json, const std::string& part) {

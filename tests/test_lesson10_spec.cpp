@@ -12,47 +12,18 @@
 #include "gpt/speculative.h"
 #include "lessons/10-inference/inference_lesson.h"
 #include "nn/rng.h"
+#include "tests/lesson10_test_util.h"
 #include "tests/test_util.h"
 
-namespace {
-
-std::string write_corpus(const testing::TempDir& dir) {
-  std::string text;
-  nn::Rng rng(10);
-  const char* words[] = {"ROMEO: ", "speak ", "love, ", "night.\n", "JULIET: ", "the ", "moon "};
-  while (text.size() < 30000) text += words[rng.below(7)];
-  const std::string path = dir.file("corpus.txt");
-  std::ofstream(path) << text;
-  return path;
-}
-
-// Every value of "key": <number> in the text, in order (null reads as NaN).
-std::vector<double> numbers_of(const std::string& json, const std::string& key) {
-  std::vector<double> out;
-  const std::regex re("\"" + key + "\": (null|-?[0-9][0-9.eE+-]*)");
-  for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator(); ++it) {
-    const std::string v = (*it)[1].str();
-    out.push_back(v == "null" ? NAN : std::stod(v));
-  }
-  return out;
-}
-std::vector<std::string> strings_of(const std::string& json, const std::string& key) {
-  std::vector<std::string> out;
-  const std::regex re("\"" + key + "\": \"([^\"]*)\"");
-  for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator(); ++it) {
-    out.push_back((*it)[1].str());
-  }
-  return out;
-}
-
-}  // namespace
+using testing::numbers_of;
+using testing::strings_of;
 
 TEST_CASE("lesson10: parts speculative and prune run in quick mode and write their JSON", "[lesson10][slow]") {
   testing::TempDir dir("lesson10-spec");
   lesson10::Options o;
   o.quick = true;
   o.backend = "cpu";
-  o.data = write_corpus(dir);
+  o.data = testing::write_lesson10_corpus(dir, 30000);
   o.out_dir = dir.file("out");
   o.json_dir = dir.file("json");
 
