@@ -18,7 +18,7 @@ model=$(grep '^model' "$out.txt")
 optim=$(grep '^optimizer' "$out.txt")
 data=$(grep '^data' "$out.txt")
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
-flags=$(./build/release/bin/nnlab info | sed -n 's/^  SIMD compiled[[:space:]]*//p')
+flags=$(./build/release/bin/nnlab info | sed -n 's/^  SIMD level[[:space:]]*//p')
 epochs_table=$(python3 - "$out/log.jsonl" <<'PY'
 import json, sys
 print("| epoch | train loss | train acc | test loss | test acc | images/s | elapsed |")

@@ -131,4 +131,23 @@ TEST_CASE("nnlab info describes the build", "[cli]") {
   REQUIRE(r.status == 0);
   REQUIRE_THAT(r.output, Catch::Contains("OpenMP threads"));
   REQUIRE_THAT(r.output, Catch::Contains("CUDA"));
+  // The compiler, what the configure-time canary found, the workaround, and the SIMD level
+  // (cmake/NnlabCompilerCanary.cmake, app/info.cpp).
+  for (const char* line : {"compiler ", "CPU flags ", "compiler check ", "workaround ", "SIMD level ", "this CPU has "})
+    REQUIRE_THAT(r.output, Catch::Contains(line));
+  // The SIMD level follows from the flags: a native build on a CPU with AVX-512F uses it
+  // unless the workaround gave it up; a portable build uses the portable path.
+  const auto field = [&](const std::string& name) {
+    const auto at = r.output.find("  " + name);
+    REQUIRE(at != std::string::npos);
+    const auto end = r.output.find('\n', at);
+    return r.output.substr(at, end - at);
+  };
+  const std::string flags = field("CPU flags"), level = field("SIMD level"), cpu = field("this CPU has"),
+                    workaround = field("workaround");
+  REQUIRE_THAT(field("compiler "), !Catch::Contains("unknown"));  // app/CMakeLists.txt passed the facts
+  if (flags.find("-march=native") != std::string::npos && cpu.find("AVX-512F") != std::string::npos &&
+      workaround.find("-mno-avx512f") == std::string::npos)
+    REQUIRE_THAT(level, Catch::Contains("AVX-512F"));
+  if (flags.find("portable") != std::string::npos) REQUIRE_THAT(level, Catch::Contains("portable"));
 }

@@ -5,10 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/simd.h"
 #include "nn/rng.h"
 
 using kernels::Trans;
@@ -133,4 +136,17 @@ TEST_CASE("sgemm dispatcher: edge sizes and version lookup", "[kernels]") {
   REQUIRE(kernels::sgemm_version("v2").number == 2);
   REQUIRE(kernels::sgemm_version("naive").number == 1);
   REQUIRE_THROWS_AS(kernels::sgemm_version("v99"), std::invalid_argument);
+}
+
+// scripts/test_simd_paths.sh builds these tests once per SIMD level and says which path it
+// means to test (NNLAB_EXPECT_SIMD); this fails when the flags did not select it (a build
+// that meant AVX2 but lacked FMA would silently test the portable path twice).
+TEST_CASE("the kernels run the SIMD level the build was meant to test", "[kernels][simd-level]") {
+  const char* expect = std::getenv("NNLAB_EXPECT_SIMD");
+  INFO("kernels/simd.h chose " << kernels::simd::Native::name << " (" << kernels::simd::Native::lanes
+                               << " lanes); NNLAB_EXPECT_SIMD=" << (expect ? expect : "(not set)"));
+  if (expect != nullptr && *expect != '\0') REQUIRE(std::string(kernels::simd::Native::name) == expect);
+  // Whatever the level, its lane count is the register width in floats.
+  const int lanes = kernels::simd::Native::lanes;
+  REQUIRE((lanes == 4 || lanes == 8 || lanes == 16));
 }
