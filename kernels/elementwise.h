@@ -49,9 +49,11 @@ namespace kernels {
 // cos(x): range reduction, then a polynomial.
 //   1. x = k * 2pi + r with k = round(x / 2pi), so r is in [-pi, pi]. The product k * 2pi
 //      must not be rounded (at x = 1e4 one rounding of it is an error of 5e-4), so 2pi is
-//      split in three (Cody & Waite 1980): C1 = 6.28125 has 8 significant bits and C2 12,
-//      so k * C1 and k * C2 are exact in float for |k| < 4096 (|x| < 2.5e4), and C3 holds
-//      the rest of 2pi to float precision.
+//      split in three (Cody & Waite 1980): C1 = 6.28125 has 8 significant bits and C2 10,
+//      so k * C1 and k * C2 are exact in float for |k| < 16384 (|x| < 1.03e5) whether or
+//      not the machine has FMA, and C3 holds the rest of 2pi to float precision. (C2 had
+//      12 bits until the portable build was tested: without FMA, k * C2 then rounded past
+//      |x| ~ 2.5e4 and the error reached 1.01e-6 at 1e5, over the bound below.)
 //   2. cos(r) = sin(pi/2 - |r|), and b = pi/2 - |r| is in [-pi/2, pi/2]: no quadrant
 //      bookkeeping, just an abs.
 //   3. sin(b) = b + b^3 (c3 + c5 b^2 + c7 b^4 + c9 b^6). Taylor's c_n = +-1/n! would need
@@ -62,16 +64,17 @@ namespace kernels {
 //      close to the 1/n!; c9 moves most (2.61e-6 against 1/9! = 2.76e-6), standing in
 //      for the terms left out.
 // Accuracy: absolute error <= 1e-6 for |x| <= 1e5, tested over 2M points in
-// tests/test_kernels_fused.cpp (measured: 1.5e-7, the same with AVX2 and Portable, and up
-// to |x| = 1e6). Most of it is the float rounding of r, ~ulp(pi)/2. Without FMA, k * C2
-// starts to round past |x| ~ 2.5e4 and the error grows slowly from there.
+// tests/test_kernels_fused.cpp, on the machine's SIMD path and (scripts/test_simd_paths.sh)
+// on the portable path without FMA (measured: 1.5e-7 both ways). Most of it is the float
+// rounding of r, ~ulp(pi)/2. Past |x| ~ 1.03e5 the products k * C1, k * C2 start to round;
+// with FMA they are not rounded and the accuracy holds further.
 template <class V>
 typename V::reg poly_cos(typename V::reg x) {
   using reg = typename V::reg;
   const reg k = V::round(V::mul(x, V::set1(0.159154937f)));  // x / 2pi, to nearest
-  reg r = V::fma(k, V::set1(-6.28125f), x);                   // exact: k * C1 has <= 20 bits
-  r = V::fma(k, V::set1(-0.00193548202514648438f), r);        // exact product: k * C2
-  r = V::fma(k, V::set1(1.74845553e-7f), r);                  // -k * C3, C3 = -1.748e-7
+  reg r = V::fma(k, V::set1(-6.28125f), x);                   // exact: k * C1 has <= 22 bits
+  r = V::fma(k, V::set1(-0.0019359588623046875f), r);         // exact: k * C2 has <= 24 bits
+  r = V::fma(k, V::set1(6.51682740e-7f), r);                  // -k * C3, C3 = -6.517e-7
   // b = pi/2 - |r|, with pi/2 as hi + lo so its own rounding (4e-8) is not lost.
   const reg b = V::add(V::sub(V::set1(1.57079637f), V::abs(r)), V::set1(-4.37113883e-8f));
   const reg b2 = V::mul(b, b);
