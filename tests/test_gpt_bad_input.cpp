@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpt/cli.h"
 #include "gpt/train.h"
@@ -545,4 +546,16 @@ TEST_CASE("gpt bad input: the program exits non-zero with the message (threads, 
     CHECK(r.status == 1);
     CHECK_THAT(r.output, Contains("error: cannot write to the metrics log /dev/full"));
   }
+}
+
+TEST_CASE("gpt bad input: a host allocation larger than the machine's memory is refused with a message", "[gpt][bad-input]") {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) {
+    WARN("this system does not report its memory size: not tested");
+    return;
+  }
+  // 64x the RAM: never a real request, and no overcommit policy lets it through either
+  const auto too_much = static_cast<size_t>(pages) * static_cast<size_t>(page) * 64;
+  CHECK_THAT(error_of([&] { gpt::host_memory().allocate(too_much); }),
+             Contains("MiB of host memory, more than this machine's") && Contains("--batch-size"));
 }
