@@ -721,6 +721,13 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
   const fs::path target(path);
   const fs::path tmp(path + ".tmp");
   std::error_code ec;
+  // The rename would replace whatever is at `path`: a device such as /dev/full or a pipe
+  // must not be swapped for a regular file (as root it could be), so only files (or links
+  // to files) are replaced.
+  const fs::file_status status = fs::status(target, ec);
+  NN_CHECK(!fs::exists(status) || fs::is_regular_file(status),
+           "cannot write checkpoint " << path << ": it exists and is not a regular file (a directory, a device "
+                                      << "or a pipe): choose another path");
   if (target.has_parent_path()) {
     fs::create_directories(target.parent_path(), ec);
     NN_CHECK(!ec, "cannot create directory " << target.parent_path().string() << " for checkpoint " << path

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "tests/test_util.h"
 #include "nn/check.h"
@@ -556,12 +557,20 @@ TEST_CASE("checkpoint: saving is atomic: no .tmp left, a failed save keeps the o
     REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));
     REQUIRE(!fs::exists(blocked + ".tmp"));
   }
-  SECTION("the target is a directory: the rename fails and the .tmp is removed") {
+  SECTION("the target is a directory: refused before anything is written") {
     const std::string dir_target = (tmp.path / "runs" / "a").string();
     REQUIRE_THAT(error_of([&] { nn::save_safetensors(dir_target, {{"w", {3}, v1.data()}}); }),
-                 Contains(dir_target) && Contains("cannot rename"));
+                 Contains(dir_target) && Contains("not a regular file"));
     REQUIRE(!fs::exists(dir_target + ".tmp"));
     REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));
+  }
+  SECTION("the target is a pipe (as /dev/full is a device): never replaced by a file") {
+    const std::string fifo = (tmp.path / "runs" / "a" / "pipe").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    REQUIRE_THAT(error_of([&] { nn::save_safetensors(fifo, {{"w", {3}, v1.data()}}); }),
+                 Contains(fifo) && Contains("not a regular file"));
+    REQUIRE(fs::is_fifo(fifo));
+    REQUIRE(!fs::exists(fifo + ".tmp"));
   }
   // Only the checkpoint itself is left (plus, in the first section, the blocking directory).
   int files = 0;

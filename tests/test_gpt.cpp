@@ -373,6 +373,12 @@ TEST_CASE("gpt: a run that diverges to NaN stops, saves no NaN, and names a chec
   for (float v : good.model.v_memory) REQUIRE(std::isfinite(v));
   CHECK_THAT(err, Catch::Contains("(step " + std::to_string(good.state.step) + ")"));
   CHECK(good.state.step > 4);
+  // and it is good: a finite validation loss (a model whose weights are finite but whose
+  // logits overflow would not be)
+  const nn::TextCorpus text = nn::load_corpus(corpus, r.val_fraction);
+  auto cpu = gpt::make_backend("cpu");
+  const float vl = gpt::evaluate(good.model, *cpu, text.val, r.batch_size, good.model.config.block_size, r.eval_iters, r.seed, 3);
+  CHECK(std::isfinite(vl));
   // best.safetensors stays a finite model too (replaced, if at all, by a better one)
   gpt::LoadedCheckpoint b = gpt::load_checkpoint(best);
   for (float w : b.model.params_memory) REQUIRE(std::isfinite(w));

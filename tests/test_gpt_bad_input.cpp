@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -296,6 +297,9 @@ TEST_CASE("gpt bad input: tensors must be exactly the config's: missing, extra, 
   const std::string nan_v = rewritten(dir, good, "nanv.safetensors", [](nn::Checkpoint& ck) { ck.tensors.at("adam.v.wte").data()[3] = std::nanf(""); });
   CHECK_THAT(error_of([&] { gpt::load_checkpoint(nan_v); }),
              Contains("checkpoint " + nan_v) && Contains("tensor 'adam.v.wte' holds nan at index 3"));
+  const std::string nan_w = rewritten(dir, good, "nanw.safetensors", [](nn::Checkpoint& ck) { ck.tensors.at("h.0.ln_1.weight").data()[1] = -std::numeric_limits<float>::infinity(); });
+  CHECK_THAT(error_of([&] { gpt::load_checkpoint(nan_w); }),
+             Contains("checkpoint " + nan_w) && Contains("tensor 'h.0.ln_1.weight' holds -inf at index 1"));
   const std::string neg_v = rewritten(dir, good, "negv.safetensors", [](nn::Checkpoint& ck) { ck.tensors.at("adam.v.wte").data()[2] = -1.0f; });
   CHECK_THAT(error_of([&] { gpt::load_checkpoint(neg_v); }), Contains("'adam.v.wte' holds -1 at index 2"));
 }
