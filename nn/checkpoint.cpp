@@ -615,7 +615,7 @@ bool write_all(int fd, const uint8_t* bytes, size_t n) {
 // the directory, not the file). Some file systems refuse to open a directory this way;
 // that is not an error of ours, so only a failing fsync is reported.
 bool sync_directory(const fs::path& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return true;
   const bool ok = ::fsync(fd) == 0 || errno == EINVAL;  // EINVAL: this file system cannot sync directories
   ::close(fd);
