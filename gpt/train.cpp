@@ -505,7 +505,12 @@ void check_resume_conflicts(const TrainOptions& o, const GPTConfig& c) {
   conflict("n-head", o.n_head != c.n_head, std::to_string(o.n_head), std::to_string(c.n_head));
   conflict("n-embd", o.n_embd != c.n_embd, std::to_string(o.n_embd), std::to_string(c.n_embd));
   conflict("block-size", o.block_size != c.block_size, std::to_string(o.block_size), std::to_string(c.block_size));
-  conflict("dropout", std::fabs(o.dropout - c.dropout) > 1e-6f, fmt(o.dropout, 6), fmt(c.dropout, 6));
+  auto shortest = [](float v) {
+    std::ostringstream os;
+    os << v;  // 0.1, not 0.100000
+    return os.str();
+  };
+  conflict("dropout", std::fabs(o.dropout - c.dropout) > 1e-6f, shortest(o.dropout), shortest(c.dropout));
   conflict("bias", o.bias != c.bias, o.bias ? "true" : "false", c.bias ? "true" : "false");
 }
 
