@@ -365,7 +365,7 @@ TEST_CASE("gpt bad input: a new run into an out-dir with checkpoints is refused 
   CHECK_THAT(parse_error("gpt train --overwrite --resume x"), Contains("--overwrite") && Contains("--resume"));
 }
 
-TEST_CASE("gpt bad input: --resume appends to the log; a half-written last line is removed", "[gpt][bad-input]") {
+TEST_CASE("gpt bad input: --resume appends to the log, and a half-written last line is removed", "[gpt][bad-input]") {
   testing::TempDir dir("gpt-log-append");
   gpt::TrainOptions o = tiny_options(dir, write_corpus(dir));
   o.max_iters = 4;
