@@ -6,6 +6,8 @@
 #include <cstring>
 #include <new>
 
+#include <unistd.h>
+
 #include "gpt/backend_cuda.h"
 #include "kernels/ceilings.h"
 #include "kernels/decode.h"
@@ -160,11 +162,24 @@ double Backend::measure_peak_flops(int threads, std::string* what) {
 
 namespace {
 
+// The machine's RAM in bytes (0: unknown).
+uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
 class HostMemory final : public Memory {
  public:
   bool is_host() const override { return true; }
   std::string where() const override { return "host memory"; }
   void* allocate(size_t bytes) override {
+    // More than the machine has can only end in swapping or the OOM killer (the memset
+    // below touches every page): refuse it with a message instead.
+    const uint64_t ram = physical_memory_bytes();
+    NN_CHECK(ram == 0 || bytes <= ram, "asked for " << bytes / (1 << 20) << " MiB of host memory, more than this "
+                                                     << "machine's " << ram / (1 << 20) << " MiB: use a smaller "
+                                                     << "model, batch or context (--n-embd, --batch-size, --block-size)");
     void* p = ::operator new(bytes, std::align_val_t{64}, std::nothrow);
     NN_CHECK(p != nullptr, "out of host memory: asked for " << bytes / (1 << 20) << " MiB");
     std::memset(p, 0, bytes);

@@ -18,6 +18,7 @@
 #include "kernels/cuda/bench/run.h"
 #include "kernels/harness.h"
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 #include "nn/progress.h"
 #include "nn/rng.h"
 
@@ -38,23 +39,23 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--n-head", o.n_head, "Attention heads per block (must divide --n-embd)")->check(CLI::Range(1, 1024))->capture_default_str()->group(m);
   app.add_option("--n-embd", o.n_embd, "Channels C")->check(CLI::Range(1, 65536))->capture_default_str()->group(m);
   app.add_option("--block-size", o.block_size, "Context length T (characters the model sees)")->check(CLI::Range(1, 65536))->capture_default_str()->group(m);
-  app.add_option("--dropout", o.dropout, "Dropout probability in training")->check(CLI::Range(0.0, 0.99))->capture_default_str()->group(m);
+  app.add_option("--dropout", o.dropout, "Dropout probability in training")->check(nn::FiniteRange(0.0, 0.99))->capture_default_str()->group(m);
   app.add_option("--bias", o.bias, "Biases in the Linear and LayerNorm layers (true: GPT-2; false: nanoGPT's Shakespeare config)")
       ->capture_default_str()->group(m);
   app.add_option("--data", o.data, "Text file to train on (default: Tiny Shakespeare, else a Debian text)")->group(d);
-  app.add_option("--val-fraction", o.val_fraction, "Fraction of the text held out for validation (the end)")->check(CLI::Range(0.01, 0.5))->capture_default_str()->group(d);
+  app.add_option("--val-fraction", o.val_fraction, "Fraction of the text held out for validation (the end)")->check(nn::FiniteRange(0.01, 0.5))->capture_default_str()->group(d);
   app.add_option("--batch-size", o.batch_size, "Sequences per micro-batch B")->check(CLI::Range(1, 65536))->capture_default_str()->group(t);
   app.add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(CLI::Range(1, 65536))->capture_default_str()->group(t);
   app.add_option("--max-iters", o.max_iters, "Optimizer steps")->check(CLI::Range(0, 100000000))->capture_default_str()->group(t);
-  app.add_option("--lr", o.lr, "Peak learning rate")->check(CLI::Range(1e-9, 10.0))->capture_default_str()->group(t);
-  app.add_option("--min-lr", o.min_lr, "Learning rate at the end of the cosine decay")->check(CLI::Range(0.0, 10.0))->capture_default_str()->group(t);
+  app.add_option("--lr", o.lr, "Peak learning rate")->check(nn::FiniteRange(1e-9, 10.0))->capture_default_str()->group(t);
+  app.add_option("--min-lr", o.min_lr, "Learning rate at the end of the cosine decay")->check(nn::FiniteRange(0.0, 10.0))->capture_default_str()->group(t);
   app.add_option("--warmup-iters", o.warmup_iters, "Linear warm-up steps")->check(CLI::Range(0, 100000000))->capture_default_str()->group(t);
   app.add_option("--lr-decay-iters", o.lr_decay_iters, "Step where the decay reaches --min-lr (0: --max-iters)")->check(CLI::Range(0, 100000000))->capture_default_str()->group(t);
-  app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (matrices and embeddings only)")->check(CLI::Range(0.0, 10.0))->capture_default_str()->group(t);
-  app.add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 0.9999999))->capture_default_str()->group(t);
-  app.add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 0.9999999))->capture_default_str()->group(t);
-  app.add_option("--eps", o.eps, "AdamW epsilon")->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(t);
-  app.add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0: off)")->check(CLI::Range(0.0, 1e9))->capture_default_str()->group(t);
+  app.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (matrices and embeddings only)")->check(nn::FiniteRange(0.0, 10.0))->capture_default_str()->group(t);
+  app.add_option("--beta1", o.beta1, "AdamW beta1")->check(nn::FiniteRange(0.0, 0.9999999))->capture_default_str()->group(t);
+  app.add_option("--beta2", o.beta2, "AdamW beta2")->check(nn::FiniteRange(0.0, 0.9999999))->capture_default_str()->group(t);
+  app.add_option("--eps", o.eps, "AdamW epsilon (> 0: where v is 0, m / (sqrt(v) + eps) would be 0 / 0)")->check(nn::FiniteRange(kMinEps, 1.0))->capture_default_str()->group(t);
+  app.add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0: off)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str()->group(t);
   app.add_option("--seed", o.seed, "Seed: weights, batches, dropout, sampling")->capture_default_str()->group(t);
   app.add_option("--backend", o.backend, "naive (plain loops, the reference), cpu (SIMD + OpenMP kernels) or cuda "
                  "(the lesson-09 kernels on a GPU; NNLAB_DEVICE=emu: on the CPU emulator)")
@@ -62,21 +63,33 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--precision", o.precision, "cuda: fp32, tf32 or bf16 matmuls (auto: bf16 on compute capability "
                  "8.0+, else fp32); naive and cpu: fp32 only")
       ->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str()->group(t);
-  app.add_option("--threads", o.threads, "OpenMP threads (0: the default, all cores)")->check(CLI::Range(0, 4096))->capture_default_str()->group(t);
-  app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(CLI::Range(0.0, 1e9))->capture_default_str()->group(t);
+  app.add_option("--threads", o.threads, "OpenMP threads (0: the default, all cores)")->check(nn::ThreadCount())->capture_default_str()->group(t);
+  app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str()->group(t);
   app.add_option("--eval-interval", o.eval_interval, "Steps between evaluations (and checkpoints)")->check(CLI::Range(1, 100000000))->capture_default_str()->group(e);
   app.add_option("--eval-iters", o.eval_iters, "Batches per evaluation of each split")->check(CLI::Range(1, 100000))->capture_default_str()->group(e);
   app.add_option("--out-dir", o.out_dir, "Where best.safetensors, last.safetensors and log.jsonl go")->capture_default_str()->group(e);
-  app.add_option("--resume", o.resume, "Continue from this checkpoint (weights, AdamW state, step)")->group(e);
+  CLI::Option* resume = app.add_option("--resume", o.resume, "Continue from this checkpoint (weights, AdamW state, step; the log is appended to)")->group(e);
+  app.add_flag("--overwrite", o.overwrite, "Let a new run replace the checkpoints an earlier run left in --out-dir")
+      ->excludes(resume)->group(e);
   app.add_option("--log", o.log, "JSON-lines log (default <out-dir>/log.jsonl; 'none': no log)")->group(e);
-  app.add_option("--dump-step", o.dump_step, "Write named activations and gradients at this step (1-based)")->group(e);
-  app.add_option("--dump-path", o.dump_path, "File for --dump-step (safetensors)")->group(e);
+  CLI::Option* dump_step = app.add_option("--dump-step", o.dump_step, "Write named activations and gradients at this step (1-based; needs --dump-path)")
+      ->check(CLI::Range(1, 100000000))->group(e);
+  CLI::Option* dump_path = app.add_option("--dump-path", o.dump_path, "File for --dump-step (safetensors)")->group(e);
+  dump_step->needs(dump_path);
+  dump_path->needs(dump_step);
   app.add_option("--config", o.config, "Read options from this file (`max-iters = 500` lines); flags given here win")
       ->check(CLI::ExistingFile)->group(t);
   app.add_option("--sample-tokens", o.sample_tokens, "Characters to sample after training (0: none)")->check(CLI::Range(0, 1000000))->capture_default_str()->group(s);
   app.add_option("--prompt", o.prompt, "Text the samples start from")->group(s);
-  app.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str()->group(s);
+  app.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")->check(nn::FiniteRange(0.0, 100.0))->capture_default_str()->group(s);
   app.add_option("--top-k", o.top_k, "Sample among the k most likely characters only (0: all)")->check(CLI::Range(0, 65536))->capture_default_str()->group(s);
+
+  // which of them were given (on the command line, or by apply_config_file): --resume
+  // checks the model's against the checkpoint, and only a default --prompt may be replaced
+  for (const char* name : {"n-layer", "n-head", "n-embd", "block-size", "dropout", "bias", "prompt"}) {
+    const std::string key = name;
+    app.get_option("--" + key)->each([&o, key](const std::string&) { o.given.insert(key); });
+  }
 }
 
 CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
@@ -90,7 +103,7 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   sample_cmd->add_option("--checkpoint", opts.checkpoint, "A checkpoint written by `nnlab gpt train`")->required();
   sample_cmd->add_option("--prompt", opts.sample.prompt, "Text to start from");
   sample_cmd->add_option("--tokens", opts.sample.tokens, "Characters to generate")->check(CLI::Range(0, 10000000))->capture_default_str();
-  sample_cmd->add_option("--temperature", opts.sample.temperature, "Temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  sample_cmd->add_option("--temperature", opts.sample.temperature, "Temperature (0: greedy)")->check(nn::FiniteRange(0.0, 100.0))->capture_default_str();
   sample_cmd->add_option("--top-k", opts.sample.top_k, "Only the k most likely characters (0: all)")->check(CLI::Range(0, 65536))->capture_default_str();
   sample_cmd->add_option("--seed", opts.sample.seed, "Seed of the draws")->capture_default_str();
   sample_cmd->add_option("--backend", opts.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
@@ -99,7 +112,7 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   CLI::App* eval_cmd = gpt_cmd->add_subcommand("eval", "Train and val loss of a checkpoint over many batches");
   eval_cmd->add_option("--checkpoint", opts.checkpoint, "A checkpoint written by `nnlab gpt train`")->required();
   eval_cmd->add_option("--data", opts.train.data, "The text it was trained on (default: Tiny Shakespeare, else a Debian text)");
-  eval_cmd->add_option("--val-fraction", opts.train.val_fraction, "As in training")->capture_default_str();
+  eval_cmd->add_option("--val-fraction", opts.train.val_fraction, "As in training")->check(nn::FiniteRange(0.01, 0.5))->capture_default_str();
   eval_cmd->add_option("--eval-iters", opts.train.eval_iters, "Batches per split")->check(CLI::Range(1, 1000000))->capture_default_str();
   eval_cmd->add_option("--batch-size", opts.train.batch_size, "Sequences per batch")->check(CLI::Range(1, 65536))->capture_default_str();
   eval_cmd->add_option("--seed", opts.train.seed, "Seed of the batches")->capture_default_str();
@@ -132,9 +145,70 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
 
   CLI::App* diff_cmd = gpt_cmd->add_subcommand("diff", "Per-tensor max relative error between two dumps (ours vs PyTorch, naive vs cpu)");
   diff_cmd->add_option("files", opts.diff_files, "Two safetensors dumps")->required()->expected(2)->check(CLI::ExistingFile);
-  diff_cmd->add_option("--tolerance", opts.diff_tolerance, "Exit 1 if any shared tensor's error exceeds this (0: never)")->check(CLI::Range(0.0, 1e9));
+  diff_cmd->add_option("--tolerance", opts.diff_tolerance, "Exit 1 if any shared tensor's error exceeds this (0: never)")->check(nn::FiniteRange(0.0, 1e9));
   return gpt_cmd;
 }
+
+namespace {
+
+// One `key = value` line of a config file, split: the value unquoted ("..." with the
+// escapes \\ \" \n \t \r, or '...' taken as it is), a `#` outside quotes starting a comment.
+// Returns false for a blank, comment or [section] line. nn::Error naming file:line for an
+// unterminated quote, text after a closing quote, or a line without '='.
+bool split_config_line(const std::string& line, const std::string& where, std::string& key, std::string& value) {
+  auto trim = [](const std::string& v) {
+    const auto b = v.find_first_not_of(" \t\r");
+    const auto e = v.find_last_not_of(" \t\r");
+    return b == std::string::npos ? std::string() : v.substr(b, e - b + 1);
+  };
+  const std::string stripped = trim(line);
+  if (stripped.empty() || stripped.front() == '#' || stripped.front() == '[') return false;
+  const auto eq = stripped.find('=');
+  NN_CHECK(eq != std::string::npos && stripped.substr(0, eq).find('#') == std::string::npos,
+           where << ": expected `key = value`, got: " << stripped);
+  key = trim(stripped.substr(0, eq));
+  const std::string rest = trim(stripped.substr(eq + 1));
+  value.clear();
+  if (!rest.empty() && (rest.front() == '"' || rest.front() == '\'')) {
+    const char quote = rest.front();
+    size_t i = 1;
+    bool closed = false;
+    for (; i < rest.size(); ++i) {
+      const char c = rest[i];
+      if (c == quote) {
+        closed = true;
+        ++i;
+        break;
+      }
+      if (quote == '"' && c == '\\') {
+        NN_CHECK(i + 1 < rest.size(), where << ": a value ends in a lone '\\'");
+        const char e = rest[++i];
+        switch (e) {
+          case '\\': value += '\\'; break;
+          case '"': value += '"'; break;
+          case 'n': value += '\n'; break;
+          case 't': value += '\t'; break;
+          case 'r': value += '\r'; break;
+          default:
+            NN_CHECK(false, where << ": unknown escape '\\" << e << "' in a \"...\" value (known: \\\\ \\\" \\n \\t \\r; "
+                                  << "'...' takes text as it is)");
+        }
+        continue;
+      }
+      value += c;
+    }
+    NN_CHECK(closed, where << ": the value's opening " << quote << " has no closing " << quote);
+    const std::string after = trim(rest.substr(i));
+    NN_CHECK(after.empty() || after.front() == '#',
+             where << ": unexpected text after the quoted value: " << after << " (a comment starts with #)");
+    return true;
+  }
+  // unquoted: up to a '#'
+  value = trim(rest.substr(0, rest.find('#')));
+  return true;
+}
+
+}  // namespace
 
 void apply_config_file(CLI::App& app, const std::string& path) {
   if (path.empty()) return;
@@ -142,34 +216,26 @@ void apply_config_file(CLI::App& app, const std::string& path) {
   NN_CHECK(in.good(), "cannot read the config file " << path);
   std::string line;
   int lineno = 0;
-  auto trim = [](std::string v) {
-    const auto b = v.find_first_not_of(" \t\r");
-    const auto e = v.find_last_not_of(" \t\r");
-    return b == std::string::npos ? std::string() : v.substr(b, e - b + 1);
-  };
+  std::map<std::string, int> first_line;  // key -> the line that set it: a key may appear once
   while (std::getline(in, line)) {
     ++lineno;
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line = line.substr(0, hash);
-    line = trim(line);
-    if (line.empty() || line.front() == '[') continue;
-    const auto eq = line.find('=');
-    NN_CHECK(eq != std::string::npos, path << ":" << lineno << ": expected `key = value`, got: " << line);
-    std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    const std::string where = path + ":" + std::to_string(lineno);
+    std::string key, value;
+    if (!split_config_line(line, where, key, value)) continue;
     while (!key.empty() && key.front() == '-') key.erase(0, 1);
     std::replace(key.begin(), key.end(), '_', '-');
-    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
-      value = value.substr(1, value.size() - 2);
-    }
     CLI::Option* opt = app.get_option_no_throw("--" + key);
-    NN_CHECK(opt != nullptr && key != "config", path << ":" << lineno << ": unknown option '" << key
+    NN_CHECK(opt != nullptr && key != "config", where << ": unknown option '" << key
                                                       << "' (see `nnlab gpt " << app.get_name() << " --help`)");
+    const auto [it, first] = first_line.emplace(key, lineno);
+    NN_CHECK(first, where << ": '" << key << "' is set again (first on line " << it->second
+                          << "): which one is meant? keep one of the two lines");
     if (opt->count() > 0) continue;  // given on the command line: it wins
     try {
       opt->add_result(value);
       opt->run_callback();
     } catch (const CLI::Error& e) {
-      NN_CHECK(false, path << ":" << lineno << ": " << key << " = " << value << ": " << e.what());
+      NN_CHECK(false, where << ": " << key << " = " << value << ": " << e.what());
     }
   }
 }
@@ -426,6 +492,8 @@ int run_bench(const CliOptions& opts) {
       js << "]}";
     }
     js << "]}\n";
+    js.flush();
+    NN_CHECK(js.good(), "writing " << b.json << " failed (is the disk full?): the JSON is incomplete");
   }
   if (!b.markdown.empty()) {
     std::ofstream md(b.markdown);
@@ -434,6 +502,8 @@ int run_bench(const CliOptions& opts) {
        << " wide, context " << o.block_size << ", batch " << o.batch_size << ", dropout " << o.dropout
        << (o.bias ? "" : ", no biases") << "; median of " << b.iters << " steps after " << b.warmup << " warm-up.\n\n"
        << table.str() << prof_md.str();
+    md.flush();
+    NN_CHECK(md.good(), "writing " << b.markdown << " failed (is the disk full?): the table is incomplete");
   }
   return 0;
 }
@@ -468,16 +538,35 @@ int run_diff(const CliOptions& opts) {
 
 }  // namespace
 
+namespace {
+// What a command prints is its result: output cut short by a full disk is an error.
+void check_stdout() {
+  std::cout.flush();
+  NN_CHECK(std::cout.good(), "writing to standard output failed (is the disk full, or the pipe closed?): "
+                             "the output above is incomplete");
+}
+}  // namespace
+
 int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
   if (gpt_cmd.got_subcommand("train")) {
     apply_config_file(*gpt_cmd.get_subcommand("train"), opts.train.config);
     train(opts.train, std::cout);
+    check_stdout();
     return 0;
   }
   if (gpt_cmd.got_subcommand("sample")) {
     auto be = make_backend(opts.backend, opts.train.precision);
     LoadedCheckpoint ck = load_checkpoint(opts.checkpoint, be->memory());
-    std::cout << opts.sample.prompt << sample(ck.model, *be, ck.vocab, opts.sample) << "\n";
+    SampleOptions so = opts.sample;
+    const bool prompt_given = gpt_cmd.get_subcommand("sample")->get_option("--prompt")->count() > 0;
+    if (!prompt_given && !ck.vocab.contains('\n')) {
+      // the default prompt is a newline; a text without one gets its first character
+      so.prompt = std::string(1, static_cast<char>(ck.vocab.chars.front()));
+      std::cerr << "note: " << opts.checkpoint << " was trained on a text without a newline (the default --prompt); "
+                << "starting from '" << so.prompt << "' instead\n";
+    }
+    std::cout << so.prompt << sample(ck.model, *be, ck.vocab, so) << "\n";
+    check_stdout();
     return 0;
   }
   if (gpt_cmd.got_subcommand("eval")) {
@@ -493,6 +582,7 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
     std::cout << "data: " << corpus.description << "\n" << opts.checkpoint << " (step " << ck.state.step << "): train loss "
               << fixed(tl, 4) << ", val loss " << fixed(vl, 4) << " over " << n << " batches of " << B << " x " << T
               << " characters each\n";
+    check_stdout();
     return 0;
   }
   if (gpt_cmd.got_subcommand("bench")) {

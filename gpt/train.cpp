@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 #include <numbers>
 #include <ostream>
 #include <sstream>
@@ -14,6 +15,8 @@
 #include "kernels/ceilings.h"
 #include "nn/check.h"
 #include "nn/checkpoint.h"
+#include "nn/cli_checks.h"
+#include "nn/numbers.h"
 #include "nn/progress.h"
 #include "nn/rng.h"
 
@@ -96,8 +99,28 @@ nn::CharVocab vocab_from_hex(const std::string& hex) {
   for (size_t i = 0; i < hex.size(); i += 2) bytes += static_cast<char>(val(hex[i]) * 16 + val(hex[i + 1]));
   nn::CharVocab v = nn::build_vocab(bytes);
   NN_CHECK(v.size() * 2 == static_cast<int>(hex.size()), "checkpoint vocabulary repeats a character");
+  // build_vocab sorts the characters; ids are positions in that order, so a vocabulary
+  // listed in another order would silently map ids to other letters
+  NN_CHECK(vocab_to_hex(v) == hex, "checkpoint vocabulary is not in byte order (ids would map to other characters)");
   return v;
 }
+
+namespace {
+
+// The metadata's "best_val_loss" when no validation loss has been recorded yet.
+constexpr const char* kNoBestLoss = "none";
+
+// The model's tensors and (with_optimizer) AdamW's, as a checkpoint names them.
+std::vector<std::string> tensor_names(const std::vector<ParamSlice>& slices, bool with_optimizer) {
+  std::vector<std::string> names;
+  for (const char* prefix : {"", "adam.m.", "adam.v."}) {
+    if (prefix[0] != '\0' && !with_optimizer) break;
+    for (const ParamSlice& s : slices) names.push_back(prefix + s.name);
+  }
+  return names;
+}
+
+}  // namespace
 
 void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVocab& vocab,
                      const TrainState& state, bool with_optimizer) {
@@ -128,58 +151,117 @@ void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVo
       {"vocab_hex", vocab_to_hex(vocab)},
       {"adam_t", std::to_string(model.adam_t)},
       {"step", std::to_string(state.step)},
-      {"best_val_loss", fmt(state.best_val_loss, 6)},
+      {"best_val_loss", std::isfinite(state.best_val_loss) ? fmt(state.best_val_loss, 6) : kNoBestLoss},
       {"corpus", state.corpus},
   };
-  fs::path p(path);
-  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  // nn::save_safetensors refuses a non-finite value in any tensor (and leaves the old file)
   nn::save_safetensors(path, refs, meta);
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory) {
-  nn::Checkpoint ck = nn::load_safetensors(path);
+  // Sizes bounded by the file (and nn::kMaxCheckpointBytes), both checksums, finite values.
+  const nn::Checkpoint ck = nn::load_safetensors(path);
+  const std::string where = "checkpoint " + path;
+  const std::string damaged = ": the file is damaged or was not written by `nnlab gpt train`; use another checkpoint";
   auto meta = [&](const std::string& key) -> const std::string& {
     const auto it = ck.metadata.find(key);
-    NN_CHECK(it != ck.metadata.end(), "checkpoint " << path << " has no '" << key
-                                                    << "' entry: it is not a GPT checkpoint of nnlab (made by `nnlab gpt train`)");
+    NN_CHECK(it != ck.metadata.end(), where << " has no '" << key
+                                            << "' entry: it is not a GPT checkpoint of nnlab (made by `nnlab gpt train`)");
     return it->second;
   };
-  NN_CHECK(meta("format") == "nnlab-gpt-1", "checkpoint " << path << " has format '" << meta("format")
-                                                          << "', expected nnlab-gpt-1");
-  auto to_int = [&](const std::string& key) {
-    try {
-      return std::stoi(meta(key));
-    } catch (const std::exception&) {
-      NN_CHECK(false, "checkpoint " << path << ": '" << key << "' is not a number: " << meta(key));
-      return 0;
-    }
+  NN_CHECK(meta("format") == "nnlab-gpt-1", where << " has format '" << meta("format") << "', expected nnlab-gpt-1");
+  // every value validated, each message naming its key (nn/numbers.h: whole text, finite, in range)
+  auto int_of = [&](const std::string& key, long long lo, long long hi) {
+    return nn::parse_int(meta(key), where + ": metadata '" + key + "'", lo, hi);
   };
+  // the same limits as the flags that set them (gpt/cli.cpp)
   GPTConfig c;
-  c.vocab_size = to_int("vocab_size");
-  c.block_size = to_int("block_size");
-  c.n_layer = to_int("n_layer");
-  c.n_head = to_int("n_head");
-  c.n_embd = to_int("n_embd");
-  c.dropout = std::stof(meta("dropout"));
-  NN_CHECK(meta("bias") == "0" || meta("bias") == "1", "checkpoint " << path << ": 'bias' must be 0 or 1, got " << meta("bias"));
+  c.vocab_size = static_cast<int>(int_of("vocab_size", 1, 256));
+  c.block_size = static_cast<int>(int_of("block_size", 1, 65536));
+  c.n_layer = static_cast<int>(int_of("n_layer", 1, 1024));
+  c.n_head = static_cast<int>(int_of("n_head", 1, 1024));
+  c.n_embd = static_cast<int>(int_of("n_embd", 1, 65536));
+  c.dropout = static_cast<float>(nn::parse_finite(meta("dropout"), where + ": metadata 'dropout'", 0.0, 0.99));
+  NN_CHECK(meta("bias") == "0" || meta("bias") == "1",
+           where << ": metadata 'bias' must be 0 or 1, got '" << meta("bias") << "'" << damaged);
   c.bias = meta("bias") == "1";
-  LoadedCheckpoint out{gpt_create(c), vocab_from_hex(meta("vocab_hex")), {}, false};
-  NN_CHECK(out.vocab.size() == c.vocab_size, "checkpoint " << path << ": its vocabulary has " << out.vocab.size()
-                                                           << " characters but vocab_size is " << c.vocab_size);
-  out.model.adam_t = std::stoll(meta("adam_t"));
-  out.state.step = to_int("step");
-  out.state.best_val_loss = std::stof(meta("best_val_loss"));
-  out.state.corpus = meta("corpus");
-  out.has_optimizer = ck.tensors.count("adam.m." + out.model.slices.front().name) > 0;
+  try {
+    validate(c);
+  } catch (const nn::Error& e) {
+    NN_CHECK(false, where << ": its metadata describes no valid model: " << e.what() << damaged);
+  }
+  nn::CharVocab vocab;
+  try {
+    vocab = vocab_from_hex(meta("vocab_hex"));
+  } catch (const nn::Error& e) {
+    NN_CHECK(false, where << ": metadata 'vocab_hex': " << e.what() << damaged);
+  }
+  NN_CHECK(vocab.size() == c.vocab_size, where << ": metadata 'vocab_hex' lists " << vocab.size()
+                                               << " characters but 'vocab_size' is " << c.vocab_size << damaged);
+  TrainState state;
+  state.step = static_cast<int>(int_of("step", 0, 100000000));
+  const std::string& best = meta("best_val_loss");
+  state.best_val_loss = best == kNoBestLoss
+                            ? std::numeric_limits<float>::infinity()
+                            : static_cast<float>(nn::parse_finite(best, where + ": metadata 'best_val_loss' (or \"none\")", 0.0, 1e9));
+  state.corpus = meta("corpus");
+  const long long adam_t = int_of("adam_t", 0, 100000000);
+
+  // The tensors must be exactly the ones the config names, with its shapes, checked
+  // BEFORE anything sized from the metadata is allocated (the tensors themselves are
+  // bounded by the file's size): a 20 KB file claiming a 2048-wide model is refused here,
+  // not after allocating 1.7 GB for it.
+  const std::vector<ParamSlice> slices = param_slices(c);
+  bool has_optimizer = false;
+  for (const auto& [name, t] : ck.tensors) has_optimizer = has_optimizer || name.rfind("adam.", 0) == 0;
+  const std::vector<std::string> names = tensor_names(slices, has_optimizer);
+  const std::string config_text = "n_layer=" + std::to_string(c.n_layer) + " n_head=" + std::to_string(c.n_head) +
+                                  " n_embd=" + std::to_string(c.n_embd) + " block_size=" + std::to_string(c.block_size) +
+                                  " vocab_size=" + std::to_string(c.vocab_size) + " bias=" + (c.bias ? "1" : "0");
+  for (size_t i = 0; i < names.size(); ++i) {
+    const ParamSlice& s = slices[i % slices.size()];
+    const auto it = ck.tensors.find(names[i]);
+    NN_CHECK(it != ck.tensors.end(), where << " lacks tensor '" << names[i] << "' that its metadata's model ("
+                                           << config_text << (has_optimizer ? ", with AdamW state" : "")
+                                           << ") has" << damaged);
+    NN_CHECK(it->second.shape() == nn::Shape(s.shape),
+             where << ": tensor '" << names[i] << "' has shape " << nn::shape_str(it->second.shape())
+                   << ", its metadata's model (" << config_text << ") says " << nn::shape_str(s.shape) << damaged);
+  }
+  NN_CHECK(ck.tensors.size() == names.size(), [&] {
+    std::string extra;
+    for (const auto& [name, t] : ck.tensors) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        extra = name;
+        break;
+      }
+    }
+    return where + " holds tensor '" + extra + "' that its metadata's model (" + config_text + ") does not have" +
+           damaged;
+  }());
+  if (has_optimizer) {
+    // AdamW's state: v is a mean of squares (never negative: sqrt(v) would be NaN), and
+    // the step count t of its bias correction 1 - beta^t is the optimizer steps taken.
+    for (const ParamSlice& s : slices) {
+      const nn::Tensor& v = ck.tensors.at("adam.v." + s.name);
+      for (int64_t i = 0; i < v.numel(); ++i) {
+        NN_CHECK(v.data()[i] >= 0.0f, where << ": tensor 'adam.v." << s.name << "' holds " << v.data()[i]
+                                            << " at index " << i << ", but AdamW's second moment is never negative"
+                                            << damaged);
+      }
+    }
+    NN_CHECK(adam_t == state.step, where << ": metadata 'adam_t' is " << adam_t << " but 'step' is " << state.step
+                                         << ": a training checkpoint has taken one AdamW step per step (a wrong adam_t "
+                                            "would restart AdamW's bias correction)"
+                                         << damaged);
+  }
+
+  LoadedCheckpoint out{gpt_create(c), std::move(vocab), state, has_optimizer};
+  out.model.adam_t = adam_t;
   auto take = [&](const std::string& prefix, Array<float>& mem) {
     for (const ParamSlice& s : out.model.slices) {
-      const auto it = ck.tensors.find(prefix + s.name);
-      NN_CHECK(it != ck.tensors.end(), "checkpoint " << path << " lacks tensor '" << prefix + s.name
-                                                     << "': it is truncated or from another program");
-      NN_CHECK(it->second.shape() == nn::Shape(s.shape),
-               "checkpoint " << path << ": tensor '" << prefix + s.name << "' has shape "
-                             << nn::shape_str(it->second.shape()) << ", the config says " << nn::shape_str(s.shape));
-      std::copy(it->second.data(), it->second.data() + s.numel, mem.begin() + s.offset);
+      const nn::Tensor& t = ck.tensors.at(prefix + s.name);
+      std::copy(t.data(), t.data() + s.numel, mem.begin() + s.offset);
     }
   };
   take("", out.model.params_memory);
@@ -259,13 +341,17 @@ void write_dump(const std::string& path, const GPT& model) {
   for (const ParamSlice& s : model.slices) refs.push_back({"grad." + s.name, s.shape, grads.data() + s.offset});
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
-  nn::save_safetensors(path, refs, {{"format", "nnlab-gpt-dump-1"}});
+  // a dump is a debugging record, not a checkpoint: it may show the NaN being hunted
+  nn::save_safetensors(path, refs, {{"format", "nnlab-gpt-dump-1"}}, nn::NonFinite::Allow);
 }
 
 std::vector<DiffRow> diff_dumps(const std::string& a, const std::string& b, std::vector<std::string>* only_a,
                                 std::vector<std::string>* only_b) {
-  const nn::Checkpoint ca = nn::load_safetensors(a);
-  const nn::Checkpoint cb = nn::load_safetensors(b);
+  // dumps may hold NaN (write_dump): a NaN differs from everything (an infinite error)
+  nn::LoadOptions dumps;
+  dumps.non_finite = nn::NonFinite::Allow;
+  const nn::Checkpoint ca = nn::load_safetensors(a, dumps);
+  const nn::Checkpoint cb = nn::load_safetensors(b, dumps);
   std::vector<DiffRow> rows;
   for (const auto& [name, ta] : ca.tensors) {
     const auto it = cb.tensors.find(name);
@@ -311,20 +397,127 @@ GPTConfig config_from(const TrainOptions& o, int vocab_size) {
 }
 
 int use_threads(int threads) {
+  // a thread count far above the cores makes every OpenMP barrier wait on descheduled
+  // threads: 4096 threads on 2 cores ran for minutes per step
+  const int most = nn::max_threads_allowed();
+  NN_CHECK(threads >= 0 && threads <= most,
+           "--threads " << threads << " is outside [0, " << most << "] (4x this machine's " << most / 4
+                        << " hardware threads): use 0 for the default (all cores)");
 #ifdef _OPENMP
   if (threads > 0) omp_set_num_threads(threads);
   return omp_get_max_threads();
 #else
-  (void)threads;
   return 1;
 #endif
 }
 
-TrainResult train(const TrainOptions& o, std::ostream& os) {
+void check_options(const TrainOptions& o) {
+  // The flags' own validators (gpt/cli.cpp) say this first, naming the flag; these checks
+  // hold for every other caller (lessons, tests) and name the same flags.
+  auto check_range = [](double v, const char* flag, double lo, double hi) {
+    NN_CHECK(std::isfinite(v) && v >= lo && v <= hi,
+             flag << " is " << v << ": expected a finite number in [" << lo << ", " << hi << "]");
+  };
   NN_CHECK(o.batch_size >= 1 && o.grad_accum >= 1 && o.max_iters >= 0 && o.eval_interval >= 1 && o.eval_iters >= 1,
-           "batch_size, grad_accum, eval_interval and eval_iters must be >= 1 and max_iters >= 0");
-  NN_CHECK(o.lr > 0.0f && o.min_lr >= 0.0f && o.min_lr <= o.lr,
-           "learning rates: need lr > 0 and 0 <= min_lr <= lr, got lr=" << o.lr << " min_lr=" << o.min_lr);
+           "--batch-size, --grad-accum, --eval-interval and --eval-iters must be >= 1 and --max-iters >= 0");
+  check_range(o.lr, "--lr", 1e-9, 10.0);
+  check_range(o.min_lr, "--min-lr", 0.0, o.lr);  // also: min_lr <= lr
+  check_range(o.weight_decay, "--weight-decay", 0.0, 10.0);
+  check_range(o.beta1, "--beta1", 0.0, 0.9999999);
+  check_range(o.beta2, "--beta2", 0.0, 0.9999999);
+  // eps > 0: where v = 0 (a weight whose gradient was always 0, or beta2 = 0 and g = 0),
+  // m / (sqrt(v) + eps) is 0 / eps = 0; with eps = 0 it is 0 / 0 = NaN
+  check_range(o.eps, "--eps", kMinEps, 1.0);
+  check_range(o.grad_clip, "--grad-clip", 0.0, 1e9);
+  check_range(o.dropout, "--dropout", 0.0, 0.99);
+  check_range(o.val_fraction, "--val-fraction", 0.01, 0.5);
+  check_range(o.time_budget_s, "--time-budget", 0.0, 1e9);
+  check_range(o.temperature, "--temperature", 0.0, 100.0);
+  NN_CHECK(o.sample_tokens >= 0 && o.top_k >= 0, "--sample-tokens and --top-k must be >= 0");
+  NN_CHECK(o.dump_step == -1 || o.dump_step >= 1, "--dump-step " << o.dump_step << ": steps count from 1");
+  NN_CHECK(o.dump_step == -1 || !o.dump_path.empty(),
+           "--dump-step " << o.dump_step << " needs --dump-path FILE: where to write the activations and gradients");
+  NN_CHECK(o.dump_path.empty() || o.dump_step >= 1,
+           "--dump-path " << o.dump_path << " needs --dump-step N: the step whose activations and gradients to write");
+}
+
+namespace {
+
+// What a run reports when it stops early: which checkpoint is good to go back to. Only
+// files this run wrote (or resumed from) count: nn::save_safetensors never writes a NaN,
+// so each of them is finite.
+struct LastGood {
+  std::string path;  // empty: none yet
+  int step = 0;
+  bool resumed_from = false;
+  // the best checkpoint this run wrote ("": none), which may be older and better
+  std::string best_path;
+  float best_val_loss = 0.0f;
+  std::string text() const {
+    if (path.empty()) return "This run has written no checkpoint yet, so there is none to go back to";
+    std::ostringstream os;
+    os << "The last good checkpoint is " << path << " (step " << step
+       << (resumed_from ? ", the one this run resumed from" : "") << "), kept as it was: --resume " << path
+       << " continues from it";
+    if (!best_path.empty() && best_path != path) {
+      os << "; the best one is " << best_path << " (val loss " << fmt(best_val_loss) << ")";
+    }
+    return os.str();
+  }
+};
+
+// The prompt samples start from, checked against the vocabulary before any training (a
+// run must not train for an hour, then fail on its prompt). The default "\n" is replaced by
+// the text's first character when the text has no newline, and the note says so.
+std::string checked_prompt(const TrainOptions& o, const nn::TextCorpus& corpus, std::ostream& os) {
+  const bool given = o.given.count("prompt") > 0;
+  if (!given && o.prompt == "\n" && !corpus.vocab.contains('\n')) {
+    const std::string first(1, corpus.text.front());
+    os << "note: " << corpus.path << " has no newline (the default --prompt); samples start from its first "
+       << "character '" << first << "' instead\n";
+    return first;
+  }
+  NN_CHECK(!o.prompt.empty(), "--prompt is empty: sampling needs at least one character to start from");
+  for (size_t i = 0; i < o.prompt.size(); ++i) {
+    const auto c = static_cast<unsigned char>(o.prompt[i]);
+    NN_CHECK(corpus.vocab.contains(c), "--prompt has character "
+                                           << (c >= 0x20 && c < 0x7F ? "'" + std::string(1, static_cast<char>(c)) + "'"
+                                                                     : "byte " + std::to_string(c))
+                                           << " (position " << i << ") that " << corpus.path
+                                           << " does not contain, so the model cannot read it: choose a --prompt "
+                                              "made of the text's characters (checked before training, so nothing "
+                                              "was trained in vain)");
+  }
+  return o.prompt;
+}
+
+// --resume keeps the checkpoint's model: a model flag given with another value is a
+// contradiction, not something to ignore silently.
+void check_resume_conflicts(const TrainOptions& o, const GPTConfig& c) {
+  auto conflict = [&](const char* flag, bool differs, const std::string& given, const std::string& saved) {
+    NN_CHECK(!(o.given.count(flag) > 0 && differs),
+             "--" << flag << " " << given << " contradicts the checkpoint " << o.resume << " (" << flag << " "
+                  << saved << "): a resumed run keeps the model it resumes; drop --" << flag
+                  << (o.config.empty() ? "" : " (and its line in " + o.config + ")")
+                  << ", or train a new model into another --out-dir");
+  };
+  conflict("n-layer", o.n_layer != c.n_layer, std::to_string(o.n_layer), std::to_string(c.n_layer));
+  conflict("n-head", o.n_head != c.n_head, std::to_string(o.n_head), std::to_string(c.n_head));
+  conflict("n-embd", o.n_embd != c.n_embd, std::to_string(o.n_embd), std::to_string(c.n_embd));
+  conflict("block-size", o.block_size != c.block_size, std::to_string(o.block_size), std::to_string(c.block_size));
+  auto shortest = [](float v) {
+    std::ostringstream os;
+    os << v;  // 0.1, not 0.100000
+    return os.str();
+  };
+  conflict("dropout", std::fabs(o.dropout - c.dropout) > 1e-6f, shortest(o.dropout), shortest(c.dropout));
+  conflict("bias", o.bias != c.bias, o.bias ? "true" : "false", c.bias ? "true" : "false");
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, std::ostream& os) {
+  check_options(o);
   const int threads = use_threads(o.threads);
   auto be = make_backend(o.backend, o.precision);
 
@@ -333,24 +526,68 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   os << "data: " << corpus.description << "\n";
   if (corpus.fallback) os << "note: Tiny Shakespeare not found; training on the fallback text above\n";
 
+  // outputs: a fresh run never replaces another run's checkpoints unless told to
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  NN_CHECK(!ec && fs::is_directory(o.out_dir), "cannot create the output directory --out-dir " << o.out_dir << ": "
+                                                   << (ec ? ec.message() : "a file of that name is in the way")
+                                                   << ": choose another --out-dir");
+  const std::string best_path = (fs::path(o.out_dir) / "best.safetensors").string();
+  const std::string last_path = (fs::path(o.out_dir) / "last.safetensors").string();
+  const std::string log_path = o.log.empty() ? (fs::path(o.out_dir) / "log.jsonl").string() : o.log;
+  for (const std::string& orphan : nn::remove_unfinished_writes(o.out_dir)) {
+    os << "note: removed " << orphan << ", a checkpoint write that a stopped run left unfinished "
+       << "(the checkpoint it was replacing is intact)\n";
+  }
+  if (o.resume.empty() && !o.overwrite) {
+    for (const std::string& p : {best_path, last_path}) {
+      NN_CHECK(!fs::exists(p), "--out-dir " << o.out_dir << " already holds " << p
+                                            << " from an earlier run, and a new run would replace it: continue that "
+                                               "run with --resume "
+                                            << last_path << ", replace it with --overwrite, or choose another --out-dir");
+    }
+  }
+
   // model: new, or resumed with its vocabulary, config, weights and AdamW state
   TrainState state;
   state.corpus = corpus.path;
   GPT model;
   nn::CharVocab vocab = corpus.vocab;
+  LastGood last_good;
   if (!o.resume.empty()) {
     LoadedCheckpoint ck = load_checkpoint(o.resume);
     NN_CHECK(ck.has_optimizer, "checkpoint " << o.resume << " has no AdamW state: it can be sampled from, not resumed");
     NN_CHECK(vocab_to_hex(ck.vocab) == vocab_to_hex(corpus.vocab),
              "checkpoint " << o.resume << " was trained on another text (its vocabulary differs from " << corpus.path
                            << "'s): resume with the same --data");
+    check_resume_conflicts(o, ck.model.config);
+    NN_CHECK(ck.state.step < o.max_iters, "checkpoint " << o.resume << " is at step " << ck.state.step
+                                                        << " and --max-iters is " << o.max_iters
+                                                        << ": nothing left to train; raise --max-iters");
     model = std::move(ck.model);
     state = ck.state;
-    os << "resumed " << o.resume << " at step " << state.step << " (best val loss " << fmt(state.best_val_loss) << ")\n";
+    last_good.path = o.resume;
+    last_good.step = state.step;
+    last_good.resumed_from = true;
+    // the run resumed in its own out-dir: its best checkpoint is there
+    std::error_code same_ec;
+    const fs::path resume_dir = fs::path(o.resume).has_parent_path() ? fs::path(o.resume).parent_path() : fs::path(".");
+    if (fs::exists(best_path) && std::isfinite(state.best_val_loss) && fs::equivalent(resume_dir, o.out_dir, same_ec)) {
+      last_good.best_path = best_path;
+      last_good.best_val_loss = state.best_val_loss;
+    }
+    os << "resumed " << o.resume << " at step " << state.step << " (best val loss "
+       << (std::isfinite(state.best_val_loss) ? fmt(state.best_val_loss) : std::string("none yet")) << ")\n";
   } else {
     model = gpt_create(config_from(o, corpus.vocab.size()));
     gpt_init_weights(model, o.seed);
   }
+  const int start = state.step;
+  NN_CHECK(o.dump_step == -1 || (o.dump_step > start && o.dump_step <= o.max_iters),
+           "--dump-step " << o.dump_step << " is not a step of this run (steps " << start + 1 << " to " << o.max_iters
+                          << "): nothing would be dumped");
+  const std::string prompt = o.sample_tokens > 0 ? checked_prompt(o, corpus, os) : o.prompt;
+
   const GPTConfig& cfg = model.config;
   const int B = o.batch_size, T = cfg.block_size;
   const MemoryBreakdown mem = memory_breakdown(cfg, B, T, be->keeps_preatt());
@@ -375,11 +612,15 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     os << "peak: " << peak_what << " (no MFU)\n";
   }
 
-  fs::create_directories(o.out_dir);
-  const std::string best_path = (fs::path(o.out_dir) / "best.safetensors").string();
-  const std::string last_path = (fs::path(o.out_dir) / "last.safetensors").string();
-  const std::string log_path = o.log.empty() ? (fs::path(o.out_dir) / "log.jsonl").string() : o.log;
-  nn::MetricsLog log = log_path == "none" ? nn::MetricsLog() : nn::MetricsLog(log_path);
+  // the log: a resumed run appends to the history before it
+  const bool resuming = !o.resume.empty();
+  nn::MetricsLog log = log_path == "none" ? nn::MetricsLog()
+                                          : nn::MetricsLog(log_path, resuming ? nn::MetricsLog::Mode::Append
+                                                                              : nn::MetricsLog::Mode::Truncate);
+  if (log.cut_bytes() > 0) {
+    os << "note: removed the unfinished last line (" << log.cut_bytes() << " bytes) of " << log_path
+       << ", left by a run that stopped mid-write\n";
+  }
 
   AdamWConfig acfg;
   acfg.beta1 = o.beta1;
@@ -388,35 +629,81 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   acfg.weight_decay = o.weight_decay;
 
   TrainResult result;
-  result.best_path = best_path;
-  result.last_path = last_path;
   std::vector<int32_t> x, y;
-  std::string last_good = o.resume.empty() ? "none yet" : o.resume;
+  bool wrote_best = false, wrote_last = false;
+  int saved_step = start;  // the step of the newest checkpoint on disk
+
+  // Saves one checkpoint; on failure (a full disk) training stops, naming what is kept.
+  auto save = [&](const std::string& path, int step) {
+    try {
+      save_checkpoint(path, model, vocab, state);
+    } catch (const nn::Error& e) {
+      NN_CHECK(false, e.what() << "\ntraining stopped at step " << step << ". " << last_good.text());
+    }
+  };
+  // Writes one log line; a failed write (a full disk, /dev/full) stops the run. The state
+  // since the last checkpoint is saved first (to the out-dir, which is not the log's
+  // file), so the only thing lost is the log's tail.
+  auto log_write = [&](const nn::MetricsLog::Record& record, int step) {
+    try {
+      log.write(record);
+    } catch (const nn::Error& e) {
+      std::string kept;
+      if (step > saved_step) {
+        try {
+          state.step = step;
+          save_checkpoint(last_path, model, vocab, state);
+          last_good.path = last_path;
+          last_good.step = step;
+          last_good.resumed_from = false;
+          kept = " The state at step " + std::to_string(step) + " was saved first.";
+        } catch (const nn::Error&) {
+          kept = " Saving the state at step " + std::to_string(step) + " failed as well.";
+        }
+      }
+      NN_CHECK(false, e.what() << "\ntraining stopped at step " << step << "." << kept << " " << last_good.text()
+                               << ". Run again with a --log that can be written (or --log none)");
+    }
+  };
+
+  if (resuming) {
+    log_write(nn::MetricsLog::Record().add("step", start).add("split", "resume").add("checkpoint", o.resume), start);
+  }
 
   auto run_eval = [&](int step) {
     const float tl = evaluate(model, *be, corpus.train, B, T, o.eval_iters, o.seed, kEvalTrain);
     const float vl = evaluate(model, *be, corpus.val, B, T, o.eval_iters, o.seed, kEvalVal);
     result.final_train_loss = tl;
     result.final_val_loss = vl;
-    log.write(nn::MetricsLog::Record().add("step", step).add("split", "eval").add("train_loss", static_cast<double>(tl))
-                  .add("val_loss", static_cast<double>(vl)));
+    log_write(nn::MetricsLog::Record().add("step", step).add("split", "eval").add("train_loss", static_cast<double>(tl))
+                  .add("val_loss", static_cast<double>(vl)), step);
+    NN_CHECK(std::isfinite(tl) && std::isfinite(vl),
+             "the evaluation at step " << step << " gives train loss " << tl << ", val loss " << vl
+                                       << ": training diverged and stopped; nothing was saved at this step. "
+                                       << last_good.text() << ". Lower --lr, keep --grad-clip on, or check the data");
     std::string saved;
     if (step > 0) {
       state.step = step;
       if (vl < state.best_val_loss) {
         state.best_val_loss = vl;
-        save_checkpoint(best_path, model, vocab, state);
+        save(best_path, step);
+        wrote_best = true;
+        last_good.best_path = best_path;
+        last_good.best_val_loss = vl;
         saved = ", saved " + best_path;
       }
-      save_checkpoint(last_path, model, vocab, state);
-      last_good = last_path + " (step " + std::to_string(step) + ")";
+      save(last_path, step);
+      wrote_last = true;
+      saved_step = step;
+      last_good.path = last_path;
+      last_good.step = step;
+      last_good.resumed_from = false;
     }
     if (!o.quiet) {
       os << (step == 0 ? "" : "\n") << "step " << step << ": train loss " << fmt(tl) << ", val loss " << fmt(vl) << saved << "\n";
     }
   };
 
-  const int start = state.step;
   if (start == 0) run_eval(0);
   nn::ProgressBar bar("train", o.max_iters, os);
   const auto t0 = std::chrono::steady_clock::now();
@@ -436,12 +723,11 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
       get_batch(corpus.train, B, T, o.seed, kTrainStream, index, x, y);
       gpt_forward(model, *be, x.data(), y.data(), B, T, /*train=*/true, hash3(o.seed, kDropout, index));
       NN_CHECK(std::isfinite(model.mean_loss),
-               "the training loss is " << model.mean_loss << " at step " << step + 1
-                                       << ": training stopped. The last good checkpoint is " << last_good
-                                       << " (kept as it was). Lower --lr, keep --grad-clip on, or check the data");
+               "the training loss is " << model.mean_loss << " at step " << step + 1 << ": training stopped. "
+                                       << last_good.text() << ". Lower --lr, keep --grad-clip on, or check the data");
       loss += static_cast<double>(model.mean_loss) / o.grad_accum;
       gpt_backward(model, *be, 1.0f / static_cast<float>(o.grad_accum));
-      if (o.dump_step == step + 1 && !o.dump_path.empty() && micro == 0) {
+      if (o.dump_step == step + 1 && micro == 0) {
         write_dump(o.dump_path, model);
         os << "\nwrote activations and gradients of step " << step + 1 << " to " << o.dump_path << "\n";
       }
@@ -450,8 +736,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     try {
       norm = gpt_clip_grad_norm(model, *be, o.grad_clip);
     } catch (const nn::Error& e) {
-      NN_CHECK(false, e.what() << " at step " << step + 1 << ": training stopped. The last good checkpoint is "
-                               << last_good << " (kept as it was)");
+      NN_CHECK(false, e.what() << " at step " << step + 1 << ": training stopped. " << last_good.text());
     }
     gpt_adamw_step(model, *be, acfg, lr);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
@@ -459,9 +744,9 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     result.step_losses.push_back(static_cast<float>(loss));
     const double tok_s = static_cast<double>(B) * T * o.grad_accum / (ms / 1e3);
     const double mfu = peak > 0 ? tok_s * flops_tok / peak : 0.0;
-    log.write(nn::MetricsLog::Record().add("step", step + 1).add("split", "train").add("loss", loss)
+    log_write(nn::MetricsLog::Record().add("step", step + 1).add("split", "train").add("loss", loss)
                   .add("lr", static_cast<double>(lr)).add("grad_norm", static_cast<double>(norm)).add("ms", ms)
-                  .add("tok_s", tok_s).add("mfu", mfu));
+                  .add("tok_s", tok_s).add("mfu", mfu), step + 1);
     if (!o.quiet) {
       std::vector<std::pair<std::string, std::string>> fields = {
           {"step", std::to_string(step + 1)}, {"loss", fmt(loss)}, {"tok/s", nn::format_si(tok_s)}};
@@ -477,24 +762,38 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   if (!o.quiet) bar.finish({{"steps", std::to_string(done)}, {"ms/step", fmt(result.ms_per_iter, 1)}});
   if (done > 0) run_eval(step);
   result.best_val_loss = state.best_val_loss;
+  if (wrote_best) result.best_path = best_path;
+  if (wrote_last) result.last_path = last_path;
   if (!o.quiet) {
+    // only what this run did: no "best val loss" that was never measured, no file never written
     os << "trained " << done << " steps in " << nn::format_duration(result.seconds) << " (" << fmt(result.ms_per_iter, 1)
-       << " ms/step); best val loss " << fmt(state.best_val_loss) << ", checkpoints " << best_path << ", " << last_path
-       << "\n";
+       << " ms/step); ";
+    if (!wrote_last) {
+      os << "no checkpoint written"
+         << (o.max_iters == 0 ? " (--max-iters 0: the initial model was evaluated, not trained)" : "") << "\n";
+    } else {
+      os << "best val loss " << fmt(state.best_val_loss) << "; checkpoints "
+         << (wrote_best ? best_path + " (best), " : "") << last_path << " (last, step " << saved_step << ")\n";
+    }
   }
 
   if (o.sample_tokens > 0) {
-    // sample from the best checkpoint, as a user would
-    LoadedCheckpoint best = load_checkpoint(fs::exists(best_path) ? best_path : last_path, be->memory());
+    // sample from the best checkpoint, as a user would; the model in memory when this run
+    // wrote none
+    const std::string from = wrote_best || (resuming && fs::exists(best_path)) ? best_path
+                             : wrote_last                                        ? last_path
+                                                                                 : std::string();
+    GPT sampled;
+    if (!from.empty()) sampled = load_checkpoint(from, be->memory()).model;
     SampleOptions so;
-    so.prompt = o.prompt;
+    so.prompt = prompt;
     so.tokens = o.sample_tokens;
     so.temperature = o.temperature;
     so.top_k = o.top_k;
     so.seed = o.seed;
     os << "\n---- sample (temperature " << o.temperature << (o.top_k > 0 ? ", top-k " + std::to_string(o.top_k) : "")
-       << ", from " << (fs::exists(best_path) ? best_path : last_path) << ") ----\n"
-       << o.prompt << sample(best.model, *be, best.vocab, so) << "\n----\n";
+       << ", from " << (from.empty() ? "the model in memory (no checkpoint written)" : from) << ") ----\n"
+       << prompt << sample(from.empty() ? model : sampled, *be, vocab, so) << "\n----\n";
   }
   return result;
 }

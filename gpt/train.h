@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,12 +34,13 @@ struct TrainOptions {
   float lr = 1e-3f, min_lr = 1e-4f;
   int warmup_iters = 100;
   int lr_decay_iters = 0;  // 0: max_iters
-  float weight_decay = 0.1f, beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f;
+  float weight_decay = 0.1f, beta1 = 0.9f, beta2 = 0.99f, eps = 1e-8f;  // eps >= kMinEps
   float grad_clip = 1.0f;  // 0: off
   // evaluation, checkpoints, logs
   int eval_interval = 250, eval_iters = 20;
   std::string out_dir = "out/gpt";
-  std::string resume;  // a checkpoint to continue from (its step, weights, AdamW state)
+  std::string resume;      // a checkpoint to continue from (its step, weights, AdamW state)
+  bool overwrite = false;  // a new run may replace the checkpoints of an earlier one in out_dir
   std::string log;     // default <out_dir>/log.jsonl; "none" disables
   double time_budget_s = 0.0;  // > 0: stop after this many seconds (then evaluate, save)
   uint64_t seed = 1337;
@@ -54,7 +57,19 @@ struct TrainOptions {
   std::string dump_path;
   bool quiet = false;  // no progress bar (tests)
   std::string config;  // the config file the options were read from (gpt/cli.h)
+  // The flags given on the command line or in the config file ("n-layer", "prompt", ...),
+  // as add_train_flags records them: --resume refuses a model flag that contradicts the
+  // checkpoint, and a default --prompt may be replaced where an explicit one may not.
+  std::set<std::string> given;
 };
+
+// The smallest AdamW epsilon accepted: eps = 0 turns a weight whose v is 0 into 0 / 0 = NaN.
+inline constexpr double kMinEps = 1e-30;
+
+// nn::Error naming the flag for an option out of its range or not finite, --dump-step
+// without --dump-path (or the reverse). train() calls it; the flags' validators
+// (gpt/cli.cpp) refuse the same values earlier.
+void check_options(const TrainOptions& o);
 
 // The model the options describe, for a vocabulary of vocab_size (validated).
 GPTConfig config_from(const TrainOptions& o, int vocab_size);
@@ -74,13 +89,15 @@ void get_batch(const std::vector<int32_t>& tokens, int B, int T, uint64_t seed, 
 
 // ---- checkpoints -----------------------------------------------------------------------
 struct TrainState {
-  int step = 0;                 // optimizer steps completed
-  float best_val_loss = 1e30f;  // best validation loss so far
-  std::string corpus;           // what it was trained on
+  int step = 0;  // optimizer steps completed
+  // best validation loss so far; infinity: none yet ("none" in the metadata)
+  float best_val_loss = std::numeric_limits<float>::infinity();
+  std::string corpus;  // what it was trained on
 };
 // Writes params under their ParamSlice names, plus (with_optimizer) AdamW's moments as
 // "adam.m.<name>" / "adam.v.<name>"; metadata: the config, the vocabulary, adam_t and the
-// TrainState. Atomic (temporary file, then rename).
+// TrainState. Atomic (temporary file, fsync, rename); nn::Error, and the old file kept,
+// when any value is NaN or infinite (nn::save_safetensors).
 void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVocab& vocab,
                      const TrainState& state, bool with_optimizer = true);
 struct LoadedCheckpoint {
@@ -89,8 +106,10 @@ struct LoadedCheckpoint {
   TrainState state;
   bool has_optimizer = false;
 };
-// nn::Error for a missing, truncated, corrupt file, a missing or misshapen tensor, or
-// metadata that does not describe a GPT checkpoint.
+// nn::Error for a missing, truncated or corrupt file (both checksums: data and header), a
+// NaN or infinity in any tensor, a metadata value that is not valid (the message names the
+// key), a tensor missing, extra or of another shape than the metadata's config says
+// (checked before the model is allocated), a negative AdamW v, or adam_t != step.
 // The model is put in `memory` (a backend's: gpt_move_to), host memory by default.
 LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory = host_memory());
 // "model.safetensors" style names for a vocabulary in metadata: the bytes as hex.
@@ -115,21 +134,24 @@ std::string sample(GPT& model, Backend& be, const nn::CharVocab& vocab, const Sa
 
 // ---- training ------------------------------------------------------------------------------
 // Sets the OpenMP thread count when threads > 0; returns the count in use (1 without OpenMP).
+// nn::Error above nn::max_threads_allowed() (4x the hardware threads).
 int use_threads(int threads);
 
 struct TrainResult {
   int steps = 0;
   float final_train_loss = 0.0f;  // last evaluation
   float final_val_loss = 0.0f;
-  float best_val_loss = 0.0f;
+  float best_val_loss = 0.0f;  // infinity when no checkpoint recorded one
   double seconds = 0.0;
   double ms_per_iter = 0.0;  // mean over the steps of this run
   std::vector<float> step_losses;  // the training loss of every step of this run
-  std::string best_path, last_path;
+  std::string best_path, last_path;  // the checkpoints this run wrote ("" for one it did not)
 };
 // The whole run: corpus, model (new or resumed), loop, evaluations, checkpoints, log,
-// samples. Prints to `os`. nn::Error for bad options, data or checkpoints, and for a
-// non-finite loss (the message names the last good checkpoint, which is kept).
+// samples. Prints to `os`. nn::Error for bad options, data or checkpoints, for a non-finite
+// loss (the message names the last good checkpoint, which is kept, or says there is none),
+// for a log that cannot be written, and for a new run (no --resume) into an out_dir that
+// holds checkpoints unless `overwrite`. A resumed run appends to the log.
 TrainResult train(const TrainOptions& o, std::ostream& os);
 
 // ---- dump and diff ---------------------------------------------------------------------------

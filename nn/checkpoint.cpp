@@ -2,22 +2,26 @@
 //
 // Sections, in the order the bytes flow:
 //   bytes       little-endian helpers and the FNV-1a checksum
-//   writing     header JSON, padding, data section, write-then-rename
+//   writing     header JSON, padding, data section, write, fsync, rename, fsync the directory
 //   JSON        a small, defensive parser for the header (the file can be garbage)
-//   reading     header length, schema, offsets, checksum, tensors
+//   reading     header length, schema, offsets, both checksums, finite values, tensors
 //   params      save_params / load_params on top of the two above
 #include "nn/checkpoint.h"
 #include "nn/file_io.h"
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "nn/check.h"
 
@@ -33,6 +37,7 @@ namespace {
 // (the reference implementation uses the same 100 MB limit).
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr const char* kChecksumKey = "nnlab.checksum";
+constexpr const char* kHeaderChecksumKey = "nnlab.header_checksum";
 
 // The float bytes in the file are little-endian. On a little-endian machine (x86, ARM as
 // usually run) that is just memcpy; a big-endian machine swaps every 4 bytes.
@@ -59,13 +64,49 @@ void le_to_floats(const uint8_t* src, int64_t n, float* dst) {
 
 // 64-bit FNV-1a (Fowler, Noll, Vo): h = (h XOR byte) * prime, byte by byte. Not
 // cryptographic; it catches flipped bits and truncation, which is all we ask of it.
-uint64_t fnv1a64(const uint8_t* data, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // offset basis
+constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
+uint64_t fnv1a64(const uint8_t* data, size_t n, uint64_t h = kFnvOffsetBasis) {
   for (size_t i = 0; i < n; ++i) {
     h ^= data[i];
     h *= 0x100000001b3ULL;  // FNV prime
   }
   return h;
+}
+
+// FNV-1a over a sequence of fields, each preceded by its length (8 bytes, little-endian)
+// so that ("ab", "c") and ("a", "bc") hash differently.
+class FieldHash {
+ public:
+  void add(const std::string& field) {
+    uint8_t len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(field.size()) >> (8 * i));
+    h_ = fnv1a64(len, 8, h_);
+    h_ = fnv1a64(reinterpret_cast<const uint8_t*>(field.data()), field.size(), h_);
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = kFnvOffsetBasis;
+};
+
+// The first index of a non-finite value in `data`, and how many there are (0: none).
+struct NonFiniteCount {
+  int64_t first = -1;
+  int64_t count = 0;
+  float value = 0.0f;
+};
+NonFiniteCount count_non_finite(const float* data, int64_t n) {
+  NonFiniteCount c;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(data[i])) {
+      if (c.count == 0) {
+        c.first = i;
+        c.value = data[i];
+      }
+      ++c.count;
+    }
+  }
+  return c;
 }
 
 std::string hex64(uint64_t v) {
@@ -150,6 +191,11 @@ class JsonParser {
 
  private:
   static constexpr int kMaxDepth = 64;
+  // Each parsed value costs ~100 bytes, so a 100 MB header of "[0,0,0,..." would cost 5 GB:
+  // a budget of values bounds that. A real header needs ~10 values a tensor (a GPT of 1024
+  // layers with AdamW state: 0.5 M).
+  static constexpr int64_t kMaxValues = 2'000'000;
+  int64_t values_ = 0;
 
   [[noreturn]] void fail_at(const std::string& what) const {
     std::ostringstream os;
@@ -190,6 +236,10 @@ class JsonParser {
   Json parse_value(int depth) {
     if (depth > kMaxDepth) {
       fail_at("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    if (++values_ > kMaxValues) {
+      fail_at("more than " + std::to_string(kMaxValues) + " values (no checkpoint header needs that many; reading "
+              "them would take gigabytes)");
     }
     skip_space();
     if (at_end()) {
@@ -457,6 +507,28 @@ struct Entry {
   uint64_t end = 0;
 };
 
+// "nnlab.header_checksum": every metadata entry except the two checksums, then every
+// tensor's name, shape and offsets, in name order (the order the writer lays them out).
+std::string header_digest(const std::map<std::string, std::string>& metadata, std::vector<Entry> entries) {
+  FieldHash h;
+  for (const auto& [key, value] : metadata) {
+    if (key == kChecksumKey || key == kHeaderChecksumKey) continue;
+    h.add(key);
+    h.add(value);
+  }
+  h.add("__tensors__");
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+  for (const Entry& e : entries) {
+    h.add(e.name);
+    h.add("F32");
+    std::string dims;
+    for (int64_t d : e.shape) dims += std::to_string(d) + ",";
+    h.add(dims);
+    h.add(std::to_string(e.begin) + "," + std::to_string(e.end));
+  }
+  return hex64(h.value());
+}
+
 const Json* member(const Json& obj, const std::string& key) {
   for (size_t i = 0; i < obj.keys.size(); ++i) {
     if (obj.keys[i] == key) {
@@ -521,8 +593,33 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
   return e;
 }
 
-std::vector<uint8_t> read_whole_file(const std::string& path) {
-  return read_file(path, "checkpoint", "check the path, or train first to create it");
+std::vector<uint8_t> read_whole_file(const std::string& path, uint64_t max_bytes) {
+  return read_file(path, "checkpoint", "check the path, or train first to create it", max_bytes);
+}
+
+// Writes all of `bytes` to `fd`; false (errno set) on an error such as a full disk.
+bool write_all(int fd, const uint8_t* bytes, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, bytes, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// fsync of a directory: makes a rename inside it survive a power cut (the rename changes
+// the directory, not the file). Some file systems refuse to open a directory this way;
+// that is not an error of ours, so only a failing fsync is reported.
+bool sync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return true;
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL;  // EINVAL: this file system cannot sync directories
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace
@@ -530,7 +627,7 @@ std::vector<uint8_t> read_whole_file(const std::string& path) {
 // ---- writing ---------------------------------------------------------------------------
 
 void save_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, NonFinite non_finite) {
   // Sort by name: the header lists tensors in name order, and the data follows that order.
   std::vector<const TensorRef*> sorted;
   for (const TensorRef& t : tensors) {
@@ -540,6 +637,17 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
     const int64_t n = numel_of(t.shape);
     NN_CHECK(n == 0 || t.data != nullptr, "save_safetensors " << path << ": tensor '" << t.name
                                                               << "' has no data pointer");
+    // Checked before anything is opened: a checkpoint with a NaN is worse than none (it
+    // would replace the last good one and be resumed from), so the old file stays.
+    if (non_finite == NonFinite::Refuse && n > 0) {
+      const NonFiniteCount bad = count_non_finite(t.data, n);
+      NN_CHECK(bad.count == 0, "refusing to write checkpoint " << path << ": tensor '" << t.name << "' holds "
+                                                               << bad.value << " at index " << bad.first << " ("
+                                                               << bad.count << " of its " << n
+                                                               << " values are not finite); a checkpoint holds "
+                                                                  "finite numbers only, so "
+                                                               << path << " was left as it was");
+    }
     sorted.push_back(&t);
   }
   std::sort(sorted.begin(), sorted.end(), [](const TensorRef* a, const TensorRef* b) { return a->name < b->name; });
@@ -562,8 +670,17 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
     offsets.emplace_back(begin, data.size());
   }
 
+  for (const auto& [key, value] : metadata) {
+    NN_CHECK(key.rfind("nnlab.", 0) != 0, "save_safetensors " << path << ": metadata key '" << key
+                                                              << "' is reserved (nnlab.* keys are the file's checksums)");
+  }
   std::map<std::string, std::string> meta = metadata;
+  std::vector<Entry> table;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    table.push_back({sorted[i]->name, sorted[i]->shape, offsets[i].first, offsets[i].second});
+  }
   meta[kChecksumKey] = hex64(fnv1a64(data.data(), data.size()));
+  meta[kHeaderChecksumKey] = header_digest(meta, table);
 
   // {"__metadata__":{...},"name":{"dtype":"F32","shape":[..],"data_offsets":[b,e]},...}
   std::ostringstream js;
@@ -597,32 +714,38 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
     len_le[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));  // little-endian
   }
 
-  // Write <path>.tmp completely, then rename it over <path>. A crash or a full disk
-  // mid-write leaves the old checkpoint untouched; the rename is the commit point.
-  // (flush+close hands the bytes to the OS; surviving a power cut would also need an
-  // fsync, which standard C++ cannot do.)
+  // Write <path>.tmp completely, fsync it, rename it over <path>, fsync the directory. A
+  // crash, a full disk or a power cut at any point leaves either the old checkpoint or the
+  // new one, never a mix: the rename is the commit point, and the two fsyncs make sure
+  // the bytes are on the disk before it and the rename itself after it.
   const fs::path target(path);
   const fs::path tmp(path + ".tmp");
   std::error_code ec;
+  // The rename would replace whatever is at `path`: a device such as /dev/full or a pipe
+  // must not be swapped for a regular file (as root it could be), so only files (or links
+  // to files) are replaced.
+  const fs::file_status status = fs::status(target, ec);
+  NN_CHECK(!fs::exists(status) || fs::is_regular_file(status),
+           "cannot write checkpoint " << path << ": it exists and is not a regular file (a directory, a device "
+                                      << "or a pipe): choose another path");
   if (target.has_parent_path()) {
     fs::create_directories(target.parent_path(), ec);
     NN_CHECK(!ec, "cannot create directory " << target.parent_path().string() << " for checkpoint " << path
                                              << ": " << ec.message() << ": choose another path");
   }
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    NN_CHECK(out.is_open(), "cannot open " << tmp.string() << " for writing (checkpoint " << path
-                                           << "): check the directory exists and is writable");
-    out.write(reinterpret_cast<const char*>(len_le), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    out.close();
-    if (out.fail()) {
-      remove_quietly(tmp);
-      NN_CHECK(false, "writing checkpoint " << tmp.string() << " failed (is the disk full?); "
-                                            << path << " was left as it was");
-    }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  NN_CHECK(fd >= 0, "cannot open " << tmp.string() << " for writing (checkpoint " << path
+                                   << "): " << std::strerror(errno) << ": check the directory exists and is writable");
+  const bool written = write_all(fd, len_le, 8) &&
+                       write_all(fd, reinterpret_cast<const uint8_t*>(header.data()), header.size()) &&
+                       write_all(fd, data.data(), data.size()) && ::fsync(fd) == 0;
+  const int write_errno = errno;
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed) {
+    remove_quietly(tmp);
+    NN_CHECK(false, "writing checkpoint " << tmp.string() << " failed: "
+                                          << std::strerror(written ? errno : write_errno)
+                                          << " (is the disk full?); " << path << " was left as it was");
   }
   fs::rename(tmp, target, ec);
   if (ec) {
@@ -630,12 +753,30 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
     NN_CHECK(false, "cannot rename " << tmp.string() << " to " << path << ": " << ec.message()
                                      << ": is " << path << " a directory? choose another path");
   }
+  NN_CHECK(sync_directory(target.parent_path()),
+           "checkpoint " << path << " was written, but syncing its directory failed: " << std::strerror(errno)
+                         << ": the file may not survive a power cut; check the disk");
+}
+
+std::vector<std::string> remove_unfinished_writes(const std::string& dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return removed;
+  const std::string suffix = ".safetensors.tmp";
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    if (!entry.is_regular_file(ec)) continue;
+    if (fs::remove(entry.path(), ec)) removed.push_back(entry.path().string());
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
 // ---- reading ---------------------------------------------------------------------------
 
-Checkpoint load_safetensors(const std::string& path) {
-  const std::vector<uint8_t> file = read_whole_file(path);
+Checkpoint load_safetensors(const std::string& path, const LoadOptions& options) {
+  const std::vector<uint8_t> file = read_whole_file(path, options.max_bytes);
   const uint64_t size = file.size();
   NN_CHECK(size >= 8, "checkpoint " << path << " is too short to be a safetensors file: " << size
                                     << " bytes, the header length alone takes 8: it is truncated or "
@@ -723,11 +864,34 @@ Checkpoint load_safetensors(const std::string& path) {
                                               << it->second << ", the data hashes to " << got
                                               << "): re-create it or restore a copy");
   }
+  if (const auto it = ck.metadata.find(kHeaderChecksumKey); it != ck.metadata.end()) {
+    const std::string got = header_digest(ck.metadata, entries);
+    NN_CHECK(it->second == got, "checkpoint " << path << " is corrupt: its header (metadata or tensor table) "
+                                              << "does not match nnlab.header_checksum (the file says " << it->second
+                                              << ", the header hashes to " << got
+                                              << "): it was damaged or edited after it was written; re-create it "
+                                                 "or restore a copy");
+  }
+  // A damaged key name must not switch a check off: nnlab.* holds our two checksums only.
+  for (const auto& [key, value] : ck.metadata) {
+    NN_CHECK(key.rfind("nnlab.", 0) != 0 || key == kChecksumKey || key == kHeaderChecksumKey,
+             "checkpoint " << path << " has an unknown metadata key '" << key
+                           << "' (nnlab writes only nnlab.checksum and nnlab.header_checksum): the header is "
+                              "damaged; re-create it or restore a copy");
+  }
 
   for (const Entry& e : entries) {
     Tensor t(e.shape);
     if (t.numel() > 0) {
       le_to_floats(data + e.begin, t.numel(), t.data());
+    }
+    if (options.non_finite == NonFinite::Refuse) {
+      const NonFiniteCount nonfinite = count_non_finite(t.data(), t.numel());
+      NN_CHECK(nonfinite.count == 0, "checkpoint " << path << ": tensor '" << e.name << "' holds " << nonfinite.value
+                                             << " at index " << nonfinite.first << " (" << nonfinite.count << " of its "
+                                             << t.numel() << " values are not finite); a checkpoint holds finite "
+                                                "numbers only (nnlab never writes one that does not): it was "
+                                                "damaged or made by a run that diverged; use an earlier checkpoint");
     }
     ck.tensors.emplace(e.name, std::move(t));
   }

@@ -1,7 +1,10 @@
 #include "nn/progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -134,7 +137,43 @@ std::string json_escape(const std::string& s) {
 }
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::out | std::ios::trunc) {
+namespace {
+// Appending after a line that a killed process left unfinished would glue two records
+// into one unparseable line: cut the file back to its last newline first. Returns the
+// bytes cut. Only regular files (not /dev/stdout, /dev/full, pipes) are touched.
+int64_t cut_unfinished_line(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return 0;
+  const auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  if (ec || size == 0) return 0;
+  std::ifstream in(path, std::ios::binary);
+  NN_CHECK(in.is_open(), "cannot read the metrics log " << path << " to append to it: check its permissions");
+  // Scan backwards in blocks for the last '\n'.
+  constexpr int64_t kBlock = 4096;
+  int64_t keep = 0;  // bytes up to and including the last newline
+  std::string block;
+  for (int64_t end = size; end > 0 && keep == 0;) {
+    const int64_t begin = std::max<int64_t>(0, end - kBlock);
+    block.resize(static_cast<size_t>(end - begin));
+    in.seekg(begin);
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    NN_CHECK(in.gcount() == static_cast<std::streamsize>(block.size()),
+             "cannot read the metrics log " << path << " to append to it: was it changed while reading?");
+    const auto nl = block.rfind('\n');
+    if (nl != std::string::npos) keep = begin + static_cast<int64_t>(nl) + 1;
+    end = begin;
+  }
+  if (keep == size) return 0;
+  in.close();
+  std::filesystem::resize_file(path, static_cast<uintmax_t>(keep), ec);
+  NN_CHECK(!ec, "cannot cut the unfinished last line of the metrics log " << path << ": " << ec.message());
+  return size - keep;
+}
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& path, Mode mode) : path_(path) {
+  if (mode == Mode::Append) cut_bytes_ = cut_unfinished_line(path);
+  out_.open(path, std::ios::out | (mode == Mode::Append ? std::ios::app : std::ios::trunc));
   NN_CHECK(out_.is_open(), "cannot write the metrics log " << path
                                << ": check that its directory exists and is writable");
 }
@@ -169,6 +208,9 @@ void MetricsLog::write(const Record& record) {
   if (!out_.is_open()) return;
   out_ << record.json() << "\n";
   out_.flush();  // a crashed run still leaves every line written so far
+  NN_CHECK(out_.good(), "cannot write to the metrics log " << path_
+                            << " (is the disk full?): the log is incomplete from here; free some space or "
+                               "choose another --log");
 }
 
 }  // namespace nn

@@ -46,11 +46,20 @@ std::string format_fixed(double value, int digits);
 
 // Appends one JSON object per line: {"epoch": 1, "loss": 0.41, "split": "train"}.
 // Notebooks read it with pandas or a few lines of json.
+//
+// A new log (Truncate) replaces the file; a resumed run's log (Append) continues it, so
+// the history before the resume stays. A line cut short by a process that died mid-write
+// is removed on Append (it is not JSON; `cut_bytes()` says how many bytes went).
+// Every line is flushed, and a failed write (a full disk) is an nn::Error naming the file:
+// a run never goes on with a log that silently stopped.
 class MetricsLog {
  public:
+  enum class Mode { Truncate, Append };
   MetricsLog() = default;  // disabled: write() does nothing
-  explicit MetricsLog(const std::string& path);
+  explicit MetricsLog(const std::string& path, Mode mode = Mode::Truncate);
   bool enabled() const { return out_.is_open(); }
+  const std::string& path() const { return path_; }
+  int64_t cut_bytes() const { return cut_bytes_; }
 
   class Record {
    public:
@@ -67,6 +76,8 @@ class MetricsLog {
 
  private:
   std::ofstream out_;
+  std::string path_;
+  int64_t cut_bytes_ = 0;
 };
 
 }  // namespace nn

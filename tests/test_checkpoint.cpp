@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "tests/test_util.h"
 #include "nn/check.h"
@@ -106,6 +110,8 @@ TEST_CASE("checkpoint: the test's FNV-1a matches the published vectors", "[check
 }
 
 TEST_CASE("checkpoint: save then load is bit-exact and keeps the metadata", "[checkpoint]") {
+  // NonFinite::Allow on both sides: the bit patterns of infinities and a NaN's payload
+  // survive too (debug dumps hold them); checkpoints refuse them (tests further below).
   TempDir tmp("ckpt");
   const std::string path = tmp.file("model.safetensors");
   nn::Rng rng(5);
@@ -121,10 +127,12 @@ TEST_CASE("checkpoint: save then load is bit-exact and keeps the metadata", "[ch
   nn::save_safetensors(path,
                        {{"layer.b", {6}, b.data()}, {"layer.a", {2, 3}, a.data()}, {"scalar", {}, scalar.data()},
                         {"empty", {0, 4}, nullptr}},
-                       meta);
+                       meta, nn::NonFinite::Allow);
   REQUIRE(!fs::exists(path + ".tmp"));
 
-  const nn::Checkpoint ck = nn::load_safetensors(path);
+  nn::LoadOptions allow;
+  allow.non_finite = nn::NonFinite::Allow;
+  const nn::Checkpoint ck = nn::load_safetensors(path, allow);
   REQUIRE(ck.tensors.size() == 4);
   REQUIRE(ck.tensors.at("layer.a").shape() == nn::Shape{2, 3});
   REQUIRE(ck.tensors.at("layer.b").shape() == nn::Shape{6});
@@ -136,8 +144,9 @@ TEST_CASE("checkpoint: save then load is bit-exact and keeps the metadata", "[ch
   REQUIRE(ck.tensors.at("empty").numel() == 0);
   REQUIRE(ck.metadata.at("step") == "100");
   REQUIRE(ck.metadata.at("note") == meta.at("note"));
-  REQUIRE(ck.metadata.size() == 3);
+  REQUIRE(ck.metadata.size() == 4);
   REQUIRE(ck.metadata.at("nnlab.checksum").size() == 16);
+  REQUIRE(ck.metadata.at("nnlab.header_checksum").size() == 16);
 }
 
 TEST_CASE("checkpoint: the file is an 8-byte length, a padded JSON header, then the data", "[checkpoint]") {
@@ -168,7 +177,17 @@ TEST_CASE("checkpoint: the file is an 8-byte length, a padded JSON header, then 
   const size_t last = header.find_last_not_of(' ');
   REQUIRE(header[last] == '}');
   REQUIRE(n - (last + 1) < 8);  // no more padding than needed
+  // nnlab.header_checksum, as nn/checkpoint.h specifies it: FNV-1a over length-prefixed
+  // fields: each metadata key and value but the checksums, "__tensors__", then per tensor
+  // in name order its name, "F32", its dims each followed by ',', and "begin,end".
+  std::vector<uint8_t> fields;
+  for (const std::string f : {"k", "v", "__tensors__", "bb", "F32", "3,", "0,12", "c", "F32", "1,1,", "12,16", "w", "F32",
+                              "2,", "16,24"}) {
+    for (int i = 0; i < 8; ++i) fields.push_back(static_cast<uint8_t>(static_cast<uint64_t>(f.size()) >> (8 * i)));
+    fields.insert(fields.end(), f.begin(), f.end());
+  }
   const std::string expect = "{\"__metadata__\":{\"k\":\"v\",\"nnlab.checksum\":\"" + hex64(fnv1a64(data)) +
+                             "\",\"nnlab.header_checksum\":\"" + hex64(fnv1a64(fields)) +
                              "\"},\"bb\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
                              "\"c\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[12,16]},"
                              "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]}}";
@@ -538,15 +557,175 @@ TEST_CASE("checkpoint: saving is atomic: no .tmp left, a failed save keeps the o
     REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));
     REQUIRE(!fs::exists(blocked + ".tmp"));
   }
-  SECTION("the target is a directory: the rename fails and the .tmp is removed") {
+  SECTION("the target is a directory: refused before anything is written") {
     const std::string dir_target = (tmp.path / "runs" / "a").string();
     REQUIRE_THAT(error_of([&] { nn::save_safetensors(dir_target, {{"w", {3}, v1.data()}}); }),
-                 Contains(dir_target) && Contains("cannot rename"));
+                 Contains(dir_target) && Contains("not a regular file"));
     REQUIRE(!fs::exists(dir_target + ".tmp"));
     REQUIRE(bit_equal(nn::load_safetensors(path).tensors.at("w"), v2));
+  }
+  SECTION("the target is a pipe (as /dev/full is a device): never replaced by a file") {
+    const std::string fifo = (tmp.path / "runs" / "a" / "pipe").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    REQUIRE_THAT(error_of([&] { nn::save_safetensors(fifo, {{"w", {3}, v1.data()}}); }),
+                 Contains(fifo) && Contains("not a regular file"));
+    REQUIRE(fs::is_fifo(fifo));
+    REQUIRE(!fs::exists(fifo + ".tmp"));
   }
   // Only the checkpoint itself is left (plus, in the first section, the blocking directory).
   int files = 0;
   for (const auto& e : fs::recursive_directory_iterator(tmp.path)) files += e.is_regular_file() ? 1 : 0;
   REQUIRE(files == 1);
+}
+
+// ---- finite values, the header checksum, size caps, write errors, orphans ---------------
+
+namespace {
+
+// `bytes` with the first occurrence of `from` replaced by `to` (same length), so the file
+// stays well-formed and only the checksums can tell.
+std::vector<uint8_t> replaced(std::vector<uint8_t> bytes, const std::string& from, const std::string& to) {
+  REQUIRE(from.size() == to.size());
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  std::copy(to.begin(), to.end(), bytes.begin() + static_cast<long>(at));
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: NaN or infinity is never written, the old file stays, and reading one names the tensor",
+          "[checkpoint]") {
+  TempDir tmp("ckpt-nan");
+  const std::string path = tmp.file("ck.safetensors");
+  const std::vector<float> good = {1, 2, 3, 4};
+  nn::save_safetensors(path, {{"a", {4}, good.data()}, {"w", {4}, good.data()}}, {{"step", "1"}});
+  const auto before = read_bytes(path);
+  for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+    std::vector<float> poisoned = good;
+    poisoned[2] = bad;
+    poisoned[3] = bad;
+    const std::string err = error_of([&] {
+      nn::save_safetensors(path, {{"a", {4}, good.data()}, {"w", {4}, poisoned.data()}}, {{"step", "2"}});
+    });
+    INFO(err);
+    CHECK_THAT(err, Contains("refusing to write checkpoint " + path) && Contains("tensor 'w'") &&
+                        Contains("at index 2") && Contains("2 of its 4 values are not finite") &&
+                        Contains("left as it was"));
+    CHECK(read_bytes(path) == before);  // byte for byte the previous checkpoint
+    CHECK_FALSE(fs::exists(path + ".tmp"));
+  }
+  // A debug dump may hold one (NonFinite::Allow); reading it as a checkpoint is refused,
+  // naming the file and the tensor, unless the reader allows it too.
+  std::vector<float> poisoned = good;
+  poisoned[1] = std::nanf("");
+  const std::string dump = tmp.file("dump.safetensors");
+  nn::save_safetensors(dump, {{"adam.v.wte", {4}, poisoned.data()}}, {}, nn::NonFinite::Allow);
+  CHECK_THAT(error_of([&] { nn::load_safetensors(dump); }),
+             Contains("checkpoint " + dump) && Contains("tensor 'adam.v.wte' holds nan at index 1"));
+  nn::LoadOptions allow;
+  allow.non_finite = nn::NonFinite::Allow;
+  CHECK(std::isnan(nn::load_safetensors(dump, allow).tensors.at("adam.v.wte").data()[1]));
+  // load_params (lessons 02, 04, 05) reads through the same check
+  std::vector<float> w(4, 0.0f);
+  std::vector<nn::Param> params = {{"adam.v.wte", {4}, w.data(), nullptr}};
+  CHECK_THAT(error_of([&] { nn::load_params(dump, params); }), Contains("holds nan"));
+  CHECK(w == std::vector<float>(4, 0.0f));
+}
+
+TEST_CASE("checkpoint: the header checksum catches an edited metadata value, tensor name or shape", "[checkpoint]") {
+  TempDir tmp("ckpt-header");
+  const std::string path = tmp.file("ck.safetensors");
+  const std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  nn::save_safetensors(path, {{"wte", {2, 3}, v.data()}}, {{"vocab_hex", "0a2061"}, {"step", "250"}});
+  const auto bytes = read_bytes(path);
+  REQUIRE(nn::load_safetensors(path).metadata.at("vocab_hex") == "0a2061");
+  const std::string text(bytes.begin(), bytes.end());
+  REQUIRE(text.find("nnlab.header_checksum") != std::string::npos);
+
+  // Each edit keeps the JSON valid and the data untouched: only the header checksum can tell.
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"0a2061", "0a2062"},            // one digit of a vocabulary
+      {"\"250\"", "\"-25\""},          // a step count
+      {"\"wte\"", "\"wpe\""},          // a tensor's name
+      {"\"shape\":[2,3]", "\"shape\":[3,2]"},  // a shape with the same element count
+  };
+  for (const auto& [from, to] : edits) {
+    INFO(from << " -> " << to);
+    const std::string edited = tmp.file("edited.safetensors");
+    write_bytes(edited, replaced(bytes, from, to));
+    CHECK_THAT(error_of([&] { nn::load_safetensors(edited); }),
+               Contains("checkpoint " + edited + " is corrupt") && Contains("nnlab.header_checksum"));
+  }
+  // A damaged key name must not switch the check off.
+  const std::string renamed = tmp.file("renamed.safetensors");
+  write_bytes(renamed, replaced(bytes, "nnlab.header_checksum", "nnlab.header_checksun"));
+  CHECK_THAT(error_of([&] { nn::load_safetensors(renamed); }), Contains("unknown metadata key 'nnlab.header_checksun'"));
+  // nnlab.* keys are the writer's own
+  CHECK_THAT(error_of([&] { nn::save_safetensors(tmp.file("x.safetensors"), {{"w", {1}, v.data()}}, {{"nnlab.checksum", "0"}}); }),
+             Contains("'nnlab.checksum' is reserved"));
+}
+
+TEST_CASE("checkpoint: a file larger than the reader's cap is refused before it is read", "[checkpoint]") {
+  TempDir tmp("ckpt-cap");
+  const std::string path = tmp.file("ck.safetensors");
+  const std::vector<float> v(1000, 0.5f);
+  nn::save_safetensors(path, {{"w", {1000}, v.data()}});
+  nn::LoadOptions small;
+  small.max_bytes = 1000;
+  CHECK_THAT(error_of([&] { nn::load_safetensors(path, small); }),
+             Contains("checkpoint " + path) && Contains("more than the 1000 this reader accepts"));
+  CHECK(nn::load_safetensors(path).tensors.at("w").numel() == 1000);
+  CHECK(nn::kMaxCheckpointBytes == 8ULL << 30);
+}
+
+TEST_CASE("checkpoint: a write that fails midway (a full disk) removes the .tmp and keeps the old file",
+          "[checkpoint]") {
+  TempDir tmp("ckpt-full");
+  const std::string path = tmp.file("ck.safetensors");
+  const std::vector<float> small(16, 1.0f), big(1 << 16, 2.0f);  // 64 B and 256 KiB of data
+  nn::save_safetensors(path, {{"w", {16}, small.data()}});
+  const auto before = read_bytes(path);
+  // RLIMIT_FSIZE makes write() fail with EFBIG past 64 KiB, as a full disk fails with ENOSPC
+  // (SIGXFSZ, which would kill the process, is ignored for the duration).
+  struct rlimit old_limit {};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = 64 * 1024;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
+  const std::string err = error_of([&] { nn::save_safetensors(path, {{"w", {1 << 16}, big.data()}}); });
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  INFO(err);
+  CHECK_THAT(err, Contains("writing checkpoint " + path + ".tmp failed") && Contains("left as it was"));
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+  CHECK(read_bytes(path) == before);
+}
+
+TEST_CASE("checkpoint: remove_unfinished_writes removes the .tmp files of our naming only", "[checkpoint]") {
+  TempDir tmp("ckpt-orphans");
+  for (const char* name : {"best.safetensors.tmp", "last.safetensors.tmp", "notes.txt.tmp", "best.safetensors"}) {
+    std::ofstream(tmp.file(name)) << "x";
+  }
+  fs::create_directory(tmp.file("dir.safetensors.tmp"));  // not a file: left alone
+  const std::vector<std::string> removed = nn::remove_unfinished_writes(tmp.path.string());
+  CHECK(removed == std::vector<std::string>{tmp.file("best.safetensors.tmp"), tmp.file("last.safetensors.tmp")});
+  CHECK_FALSE(fs::exists(tmp.file("best.safetensors.tmp")));
+  CHECK(fs::exists(tmp.file("notes.txt.tmp")));
+  CHECK(fs::exists(tmp.file("best.safetensors")));
+  CHECK(fs::is_directory(tmp.file("dir.safetensors.tmp")));
+  CHECK(nn::remove_unfinished_writes(tmp.file("missing")).empty());
+}
+
+TEST_CASE("checkpoint: a header of millions of tiny values is refused, not parsed into gigabytes", "[checkpoint]") {
+  TempDir tmp("ckpt-values");
+  // 3 M zeros in one shape: 6 MB of header, well under the 100 MB limit, ~300 MB parsed
+  std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[";
+  for (int i = 0; i < 3'000'000; ++i) header += i ? ",0" : "0";
+  header += "],\"data_offsets\":[0,0]}}";
+  const std::string path = tmp.file("values.safetensors");
+  write_bytes(path, raw_file(header, {}));
+  CHECK_THAT(error_of([&] { nn::load_safetensors(path); }), Contains(path) && Contains("more than 2000000 values"));
 }
