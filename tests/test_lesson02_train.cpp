@@ -43,16 +43,16 @@ void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t 
 }
 
 struct Fixture {
-  fs::path root = fs::temp_directory_path() / "nnlab-test-lesson02-train";
-  fs::path data = root / "data";
-  fs::path out = root / "out";
+  // A directory of its own per test (removed at the end): ctest runs tests in parallel, and
+  // a shared fixed path let one test's files vanish under another.
+  testing::TempDir root{"lesson02-train"};
+  fs::path data = root.path / "data";
+  fs::path out = root.path / "out";
   Fixture() {
-    fs::remove_all(root);
     fs::create_directories(data);
     make_split(data, "train", 1000, 1);
     make_split(data, "t10k", 300, 2);
   }
-  ~Fixture() { fs::remove_all(root); }
 
   lesson02::Options options() const {
     lesson02::Options o;

@@ -92,10 +92,13 @@ int run_train_part(const Options& o) {
   cfg.sizes.push_back(train.num_classes);
   cfg.activation = nn::parse_activation(o.activation);
   const int eval_batch = 1000;
-  const double model_bytes = mlp_training_bytes(cfg.sizes, std::max(o.batch_size, eval_batch));
+  // the largest batch the loaders will hand the model: no more than a split holds
+  const int64_t largest_batch = std::max(std::min<int64_t>(o.batch_size, train.size()),
+                                         std::min<int64_t>(eval_batch, test.size()));
+  const double model_bytes = mlp_training_bytes(cfg.sizes, static_cast<int>(largest_batch));
   NN_CHECK(model_bytes <= kMaxModelBytes,
            "an MLP " << join_sizes(cfg.sizes) << " for the " << train.rows << "x" << train.cols << " images of "
-                     << train.images_path << " would hold about " << std::setprecision(3)
+                     << train.images_path << " would hold about " << std::fixed << std::setprecision(1)
                      << model_bytes / (1024.0 * 1024 * 1024)
                      << " GiB (weights, gradients, Adam's state, activations), more than the 4 GiB this lesson builds. "
                         "It is made for 28x28 images: check the dataset, or use smaller --hidden layers or --batch-size");

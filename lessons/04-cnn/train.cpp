@@ -195,7 +195,7 @@ void check_model_size(const CnnConfig& cfg, int batch, const std::string& images
   NN_CHECK(bytes <= kMaxModelBytes,
            "a CNN for the " << cfg.height << "x" << cfg.width << " images of " << images << " with --channels "
                             << join_ints(cfg.channels) << ", --hidden " << cfg.hidden << " and batches of " << batch
-                            << " would hold about " << std::setprecision(3) << bytes / (1024.0 * 1024 * 1024)
+                            << " would hold about " << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024 * 1024)
                             << " GiB (weights, gradients, Adam's state, activations), more than the 4 GiB this lesson "
                                "builds. It is made for 28x28 images: check the dataset, or use fewer --channels, a "
                                "smaller --hidden or --batch-size");
@@ -270,7 +270,11 @@ int run_train_part(const Options& o) {
   nn::ImageDataset& test = data.test;
 
   const CnnConfig cfg = config_from(o, train);
-  check_model_size(cfg, std::max(o.batch_size, kEvalBatch), train.images_path);
+  // the largest batch the loaders will hand the model: no more than a split holds
+  check_model_size(cfg,
+                   static_cast<int>(std::max(std::min<int64_t>(o.batch_size, train.size()),
+                                             std::min<int64_t>(kEvalBatch, test.size()))),
+                   train.images_path);
   nn::Rng rng(o.seed);
   Cnn model(cfg, rng, /*dropout_seed=*/o.seed + 1);
   std::vector<nn::Param> params = model.params();
@@ -409,7 +413,7 @@ int run_eval_part(const Options& o) {
   // or a CNN with other widths, stops here with a message naming the difference.
   Data data = load_data(o);
   const CnnConfig cfg = config_from(o, data.train);
-  check_model_size(cfg, kEvalBatch, data.train.images_path);
+  check_model_size(cfg, static_cast<int>(std::min<int64_t>(kEvalBatch, data.test.size())), data.train.images_path);
   nn::Rng rng(o.seed);
   Cnn model(cfg, rng, o.seed + 1);
   const std::map<std::string, std::string> meta = nn::load_params(path, model.params());
