@@ -47,7 +47,7 @@ std::vector<Flag> flags_of(const std::string& command) {
 
 }  // namespace
 
-TEST_CASE("every float flag refuses nan and inf; every --threads flag refuses far too many", "[cli]") {
+TEST_CASE("every float flag refuses nan and inf, and every --threads flag far too many threads", "[cli]") {
   int floats = 0, threads = 0;
   for (const char* command : kCommands) {
     const std::vector<Flag> flags = flags_of(command);
