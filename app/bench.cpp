@@ -11,6 +11,7 @@
 #include "kernels/bench/ops.h"
 #include "kernels/ceilings.h"
 #include "kernels/harness.h"
+#include "nn/cli_checks.h"
 
 namespace app {
 
@@ -22,12 +23,13 @@ void add_bench_options(CLI::App& app, BenchOptions& opts) {
       ->delimiter(',');
   app.add_option("-t,--threads", opts.threads, "Thread counts (1,2); default: 1 and all")
       ->delimiter(',')
-      ->check(CLI::Range(1, 1024));
+      ->check(nn::ThreadCount())
+      ->check(CLI::PositiveNumber);
   app.add_option("--repeats", opts.repeats, "Timed runs per case; the median is reported")
       ->check(CLI::Range(1, 1000));
   app.add_option("--warmup", opts.warmup, "Untimed runs before timing")->check(CLI::Range(0, 100));
   app.add_option("--max-seconds", opts.max_seconds, "Stop repeating a case after this long")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(nn::FiniteRange(0.0, 3600.0));
   app.add_flag("--no-flush", opts.no_flush, "Do not flush the caches before each timed run");
   app.add_flag("--quick", opts.quick, "Small sizes, one repeat: checks everything runs");
   app.add_flag("--list", opts.list, "List the ops, their variants and sizes");

@@ -11,6 +11,7 @@
 #include "kernels/cuda/bench/ops.h"
 #include "kernels/cuda/bench/run.h"
 #include "kernels/harness.h"
+#include "nn/cli_checks.h"
 
 namespace app {
 
@@ -37,7 +38,7 @@ CLI::App* add_cuda_command(CLI::App& app, CudaOptions& opts) {
       ->check(CLI::Range(1, 1000))->capture_default_str();
   bench->add_option("--warmup", opts.warmup, "Untimed runs before timing")->check(CLI::Range(0, 100))->capture_default_str();
   bench->add_option("--max-seconds", opts.max_seconds, "Stop repeating a case after this long")
-      ->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+      ->check(nn::FiniteRange(0.0, 3600.0))->capture_default_str();
   bench->add_flag("--no-flush", opts.no_flush, "Do not flush the L2 cache before each timed run");
   bench->add_flag("--list", opts.list, "List the ops, their versions on the device, and their sizes");
   bench->add_option("--json", opts.json, "Save the record as JSON here");

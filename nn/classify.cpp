@@ -2,6 +2,9 @@
 // (nn/classify.h).
 #include "nn/classify.h"
 
+#include <cmath>
+
+#include "nn/check.h"
 #include "nn/ops.h"
 #include "nn/tensor.h"
 
@@ -30,6 +33,9 @@ const float* ClassifyBatch::backward(const int32_t* y, int B, int V) {
 
 EvalResult evaluate_classifier(const std::function<const float*(const float* x, int B)>& forward,
                                const ImageDataset& ds, int batch_size) {
+  NN_CHECK(ds.size() > 0, "evaluate_classifier: the dataset "
+                              << (ds.images_path.empty() ? std::string("given") : ds.images_path)
+                              << " holds no images: nothing to evaluate");
   EvalResult r;
   BatchLoader loader(ds, batch_size, /*shuffle=*/false, /*seed=*/0);
   loader.start_epoch();
@@ -50,7 +56,23 @@ EvalResult evaluate_classifier(const std::function<const float*(const float* x, 
   }
   r.loss = loss_sum / static_cast<double>(ds.size());
   r.accuracy = static_cast<double>(correct) / static_cast<double>(ds.size());
+  // A NaN anywhere (weights, inputs) makes the loss NaN while argmax still picks some class:
+  // the accuracy would look like a result. It is not one.
+  NN_CHECK(std::isfinite(r.loss), "the model's mean loss over the " << ds.size() << " images is " << r.loss
+                                      << ": its weights or its inputs hold NaN or infinity, so its predictions "
+                                         "mean nothing (a diverged run, or a damaged checkpoint?)");
   return r;
+}
+
+void check_params_finite(const std::vector<Param>& params, const std::string& where) {
+  for (const Param& p : params) {
+    const int64_t n = p.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      NN_CHECK(std::isfinite(p.data[i]), where << ": tensor '" << p.name << "' " << shape_str(p.shape) << " holds "
+                                               << p.data[i] << " at flat index " << i
+                                               << ": a model with NaN or infinite weights computes nothing meaningful");
+    }
+  }
 }
 
 }  // namespace nn

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "nn/dataset.h"
+#include "nn/optim.h"
 
 namespace nn {
 
@@ -34,8 +36,15 @@ struct EvalResult {
 };
 
 // Runs `forward(x, B) -> logits (B, V)` over the dataset in order, batch_size images at a
-// time: mean loss, accuracy, and every prediction with its confidence.
+// time: mean loss, accuracy, and every prediction with its confidence. nn::Error for an
+// empty dataset, and when the loss is not finite (NaN weights or inputs: the accuracy would
+// be argmax over NaN, a number that looks like a result and is none).
 EvalResult evaluate_classifier(const std::function<const float*(const float* x, int B)>& forward,
                                const ImageDataset& ds, int batch_size);
+
+// Every parameter value must be finite before it is saved or used: nn::Error naming `where`
+// (e.g. "checkpoint out/cnn.safetensors", "the weights after epoch 3"), the tensor and the
+// first bad index otherwise.
+void check_params_finite(const std::vector<Param>& params, const std::string& where);
 
 }  // namespace nn

@@ -38,12 +38,17 @@ ImageDataset load_idx_dataset(const std::string& images_path, const std::string&
                                            << labels_path << " holds " << lab.dims[0]
                                            << " labels: the two files are from different sets "
                                               "(train-* with t10k-*?) or one is damaged");
+  // A model's input size is an int (rows * cols features).
+  NN_CHECK(img.dims[1] * img.dims[2] <= std::numeric_limits<int32_t>::max(),
+           "image file " << images_path << " holds images of " << img.dims[1] << "x" << img.dims[2]
+                         << " pixels: more than 2^31 - 1 per image, too large for these models");
 
   ImageDataset ds;
-  // parse_idx caps the data at 1 GiB, so rows and cols fit an int.
   ds.rows = static_cast<int>(img.dims[1]);
   ds.cols = static_cast<int>(img.dims[2]);
   ds.num_classes = num_classes;
+  ds.images_path = images_path;
+  ds.labels_path = labels_path;
 
   ds.labels.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -62,6 +67,36 @@ ImageDataset load_idx_dataset(const std::string& images_path, const std::string&
     px[i] = static_cast<float>(img.data[i]) / 255.0f;
   }
   return ds;
+}
+
+void check_same_format(const ImageDataset& train, const ImageDataset& test) {
+  auto name = [](const ImageDataset& ds, const char* fallback) {
+    return ds.images_path.empty() ? std::string(fallback) : ds.images_path;
+  };
+  const std::string a = name(train, "the training set");
+  const std::string b = name(test, "the test set");
+  NN_CHECK(train.size() > 0 && test.size() > 0,
+           (train.size() == 0 ? a : b) << " holds no images: nothing to train on or to evaluate");
+  NN_CHECK(train.rows == test.rows && train.cols == test.cols,
+           "the test images " << b << " are " << test.rows << "x" << test.cols << " pixels but the training images "
+                              << a << " are " << train.rows << "x" << train.cols
+                              << ": a model built for one cannot read the other. Are both files from the same "
+                                 "dataset? fetch them again");
+  NN_CHECK(train.num_classes == test.num_classes,
+           "the test set " << b << " has " << test.num_classes << " classes, the training set " << a << " "
+                           << train.num_classes << ": they must be the same classification task");
+  NN_CHECK(train.images.numel() == train.size() * train.rows * train.cols &&
+               test.images.numel() == test.size() * test.rows * test.cols,
+           "dataset images do not hold one rows x cols image per label (" << a << ", " << b << ")");
+  for (const ImageDataset* ds : {&train, &test}) {
+    for (size_t i = 0; i < ds->labels.size(); ++i) {
+      const int32_t label = ds->labels[i];
+      NN_CHECK(label >= 0 && label < ds->num_classes,
+               "label " << label << " at index " << i << " of "
+                        << (ds->labels_path.empty() ? std::string("a dataset") : ds->labels_path)
+                        << " is outside [0, " << ds->num_classes << "): wrong file, or the wrong number of classes?");
+    }
+  }
 }
 
 // ---- finding the files -------------------------------------------------------------------
@@ -147,6 +182,12 @@ ImageDataset load_mnist_split(const std::string& dir, const std::string& split) 
   const std::string prefix = split == "train" ? "train" : "t10k";  // the MNIST file names
   const std::string images_base = prefix + "-images-idx3-ubyte";
   const std::string labels_base = prefix + "-labels-idx1-ubyte";
+  for (const std::string& base : {images_base, labels_base}) {
+    std::error_code ec;
+    NN_CHECK(!fs::is_directory(fs::path(dir) / base, ec) && !fs::is_directory(fs::path(dir) / (base + ".gz"), ec),
+             "dataset directory " << dir << " has a directory where the file " << base
+                                  << " should be: remove it and fetch the dataset again");
+  }
   const std::string images = existing_idx_file(dir, images_base);
   const std::string labels = existing_idx_file(dir, labels_base);
   NN_CHECK(!images.empty(), "dataset directory " << dir << " has no " << images_base << " (nor "
@@ -156,6 +197,14 @@ ImageDataset load_mnist_split(const std::string& dir, const std::string& split) 
                                                  << labels_base << ".gz): is the download incomplete? "
                                                                    "fetch it again");
   return load_idx_dataset(images, labels, 10);
+}
+
+TrainTest load_mnist_train_test(const std::string& dir) {
+  TrainTest t;
+  t.train = load_mnist_split(dir, "train");
+  t.test = load_mnist_split(dir, "test");
+  check_same_format(t.train, t.test);
+  return t;
 }
 
 const std::vector<std::string>& fashion_mnist_classes() {

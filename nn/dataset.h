@@ -16,6 +16,7 @@ struct ImageDataset {
   int rows = 0;
   int cols = 0;
   int num_classes = 10;
+  std::string images_path, labels_path;  // the files it came from (for messages), or empty
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 };
 
@@ -23,6 +24,12 @@ struct ImageDataset {
 // images are 3-D and that every label is in [0, num_classes).
 ImageDataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
                               int num_classes = 10);
+
+// A test (or validation) set must fit the model built for `train`: images of the same rows
+// and columns, and labels over the same classes. nn::Error naming both image files and the
+// difference otherwise: a model sized from one set and fed the other would read past the
+// end of its buffers (a crash) or mix pixels of neighbouring images (garbage losses).
+void check_same_format(const ImageDataset& train, const ImageDataset& test);
 
 // Finds the directory holding a named MNIST-format dataset ("fashion-mnist" or "mnist").
 // Looks, in order, at: `dir` if not empty; $NNLAB_DATA/<name>; <repo>/data/<name>;
@@ -35,6 +42,11 @@ std::string find_dataset_dir(const std::string& name, const std::string& dir = "
 
 // Loads split "train" or "test" (train-*/t10k-* files, .gz or not) from a dataset directory.
 ImageDataset load_mnist_split(const std::string& dir, const std::string& split);
+// Both splits, checked against each other (check_same_format) before anything trains.
+struct TrainTest {
+  ImageDataset train, test;
+};
+TrainTest load_mnist_train_test(const std::string& dir);
 
 // Fashion-MNIST's ten class names, index = label.
 const std::vector<std::string>& fashion_mnist_classes();

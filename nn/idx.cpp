@@ -1,9 +1,15 @@
 // nn/idx.cpp: reading and writing IDX files (see nn/idx.h for the layout).
 //
-// Reading is three steps, in the order the bytes flow:
-//   1. read_file_bytes   the whole file into memory (a few tens of MB for Fashion-MNIST)
-//   2. gunzip            when the name ends in ".gz" and the build has zlib
-//   3. parse_idx         header checks, then a copy of exactly prod(dims) bytes
+// Reading, in the order the bytes flow:
+//   1. parse_idx_header  magic, type, dims, and the size they promise, against the cap of
+//                        nn/data_limit.h: nothing is allocated from a header before this
+//   2. read_plain        a plain file: its header first, the promise checked against the
+//                        file's real size, then the whole file (one buffer)
+//   3. gunzip            a .gz file: inflated chunk by chunk; the header is checked as soon
+//                        as its bytes are out, and inflating stops within a chunk (1 MiB) of
+//                        the promise (a 1 MB .gz cannot make the reader hold much more than
+//                        it promised, and never more than the cap)
+//   4. parse_idx         header + exactly prod(dims) bytes, moved into the array (no copy)
 // Every check ends in an nn::Error naming the file: the input can be a truncated download,
 // a wrong file or plain garbage, and none of those may crash or give half-zero images.
 #include "nn/idx.h"
@@ -17,6 +23,7 @@
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/data_limit.h"
 
 #ifdef NNLAB_HAVE_ZLIB
 #include <zlib.h>
@@ -26,12 +33,10 @@ namespace nn {
 
 namespace {
 
-// IDX data larger than this is refused: the biggest MNIST-style file is 47 MB, and a
-// header that promises more is far more likely garbage than a real dataset.
-constexpr uint64_t kMaxIdxDataBytes = uint64_t{1} << 30;  // 1 GiB
 constexpr int kMaxIdxDims = 4;
 // Magic (4 bytes) + up to 4 big-endian uint32 sizes.
 constexpr uint64_t kMaxIdxHeaderBytes = 4 + 4 * kMaxIdxDims;
+const char* kFetchHint = "check the path, or fetch the dataset (python3 scripts/fetch_data.py fashion-mnist)";
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -56,21 +61,112 @@ const char* idx_type_name(uint8_t type) {
   }
 }
 
-// ---- 1. the raw bytes ------------------------------------------------------------------
+// ---- 1. the header ---------------------------------------------------------------------
 
-std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes) {
-  return read_file(path, "IDX file",
-                   "check the path, or fetch the dataset (python3 scripts/fetch_data.py fashion-mnist)",
-                   max_bytes);
+struct IdxHeader {
+  std::vector<int64_t> dims;
+  uint64_t header_bytes = 0;  // 4 + 4 * dims
+  uint64_t data_bytes = 0;    // prod(dims), at most max_data_bytes()
+};
+
+// Checks the header at the start of `bytes` (`size` bytes available, the whole file or its
+// first kMaxIdxHeaderBytes) and the size it promises against the cap. Allocates nothing.
+IdxHeader parse_idx_header(const uint8_t* bytes, uint64_t size, const std::string& what) {
+  NN_CHECK(size >= 4, "IDX file " << what << " is too short: " << size
+                                  << " bytes, the header alone needs at least 4: is the file empty "
+                                     "or truncated? fetch it again");
+  if (bytes[0] == 0x1F && bytes[1] == 0x8B) {
+    NN_CHECK(false, "IDX file " << what << " looks gzip-compressed (starts with 1F 8B) but its name "
+                                "does not end in .gz: rename it to end in .gz, or gunzip it");
+  }
+  NN_CHECK(bytes[0] == 0 && bytes[1] == 0,
+           "IDX file " << what << " is not an IDX file: the first two bytes must be zero, got "
+                       << hex_byte(bytes[0]) << " " << hex_byte(bytes[1]) << ": is it the right file?");
+  const uint8_t type = bytes[2];
+  NN_CHECK(type == 0x08, "IDX file " << what << " has element type " << hex_byte(type) << " ("
+                                     << idx_type_name(type)
+                                     << "); this reader handles only 0x08 (unsigned byte), the type "
+                                        "of MNIST-style datasets");
+  const int ndims = bytes[3];
+  NN_CHECK(ndims >= 1 && ndims <= kMaxIdxDims,
+           "IDX file " << what << " has " << ndims << " dimensions in its header; expected 1 to "
+                       << kMaxIdxDims << " (1 for labels, 3 for images): is it the right file?");
+  IdxHeader h;
+  h.header_bytes = 4 + 4 * static_cast<uint64_t>(ndims);
+  NN_CHECK(size >= h.header_bytes, "IDX file " << what << " has a truncated header: " << ndims
+                                               << " dimensions need " << h.header_bytes
+                                               << " header bytes, the file has " << size
+                                               << ": fetch it again");
+
+  const uint64_t cap = max_data_bytes();
+  uint64_t count = 1;      // prod(dims) while it stays within the cap (so it never overflows)
+  double promised = 1.0;   // the same in double, for the message when it does not
+  bool within = true;
+  std::ostringstream sizes;
+  for (int d = 0; d < ndims; ++d) {
+    const size_t at = 4 + 4 * static_cast<size_t>(d);
+    // Big-endian: the most significant byte comes first.
+    const uint64_t dim = (static_cast<uint64_t>(bytes[at]) << 24) | (static_cast<uint64_t>(bytes[at + 1]) << 16) |
+                         (static_cast<uint64_t>(bytes[at + 2]) << 8) | static_cast<uint64_t>(bytes[at + 3]);
+    NN_CHECK(dim > 0, "IDX file " << what << ": dimension " << d << " of " << ndims
+                                  << " is zero; every size must be positive: is the file corrupt?");
+    promised *= static_cast<double>(dim);
+    sizes << (d ? " x " : "") << dim;
+    if (within && count <= cap / dim) {
+      count *= dim;
+    } else {
+      within = false;
+    }
+    h.dims.push_back(static_cast<int64_t>(dim));
+  }
+  NN_CHECK(within, "IDX file " << what << ": its header promises " << sizes.str() << " = " << mib_text(promised)
+                               << " of data, more than a loader accepts: is the file corrupt or not a dataset? "
+                               << max_data_hint(promised));
+  h.data_bytes = count;
+  return h;
 }
 
-// ---- 2. gzip ---------------------------------------------------------------------------
+// ---- 2. a plain file -------------------------------------------------------------------
+
+// The whole file, once its header's promise matches the file's size: a file that claims
+// more than it holds (truncated) or holds more than it claims is refused before the big read.
+std::vector<uint8_t> read_plain(const std::string& path) {
+  std::error_code ec;
+  NN_CHECK(std::filesystem::exists(path, ec), "IDX file " << path << " not found: " << kFetchHint);
+  NN_CHECK(!std::filesystem::is_directory(path, ec),
+           "IDX file " << path << " is a directory, not a file: pass the file inside it");
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    NN_CHECK(!ec, "cannot get the size of IDX file " << path << ": " << ec.message());
+    std::ifstream in(path, std::ios::binary);
+    NN_CHECK(in.is_open(), "cannot open IDX file " << path << " for reading: check its permissions");
+    uint8_t head[kMaxIdxHeaderBytes] = {};
+    const auto want = static_cast<std::streamsize>(std::min<uint64_t>(size, kMaxIdxHeaderBytes));
+    in.read(reinterpret_cast<char*>(head), want);
+    NN_CHECK(in.gcount() == want, "read only " << in.gcount() << " bytes of IDX file " << path
+                                               << "'s header: was it changed while reading?");
+    const IdxHeader h = parse_idx_header(head, static_cast<uint64_t>(want), path);
+    const uint64_t have = size - h.header_bytes;
+    NN_CHECK(have >= h.data_bytes, "IDX file " << path << " is truncated: header promises " << h.data_bytes
+                                               << " bytes of data, file has " << have
+                                               << ": an interrupted download? fetch it again");
+    NN_CHECK(have == h.data_bytes, "IDX file " << path << " has " << (have - h.data_bytes)
+                                               << " trailing bytes after the " << h.data_bytes
+                                               << " bytes of data its header promises: is it the right or a "
+                                                  "corrupt file? fetch it again");
+  }
+  // Not a regular file (a pipe, a device): read_file refuses what it cannot size.
+  return read_file(path, "IDX file", kFetchHint, max_data_bytes() + kMaxIdxHeaderBytes);
+}
+
+// ---- 3. gzip ---------------------------------------------------------------------------
 
 #ifdef NNLAB_HAVE_ZLIB
-// Inflates a gzip file (one or more concatenated members, as `cat a.gz b.gz` makes).
-// Output larger than `max_out` is refused: a small corrupt (or malicious) file must not
-// be able to fill the memory.
-std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path, uint64_t max_out) {
+// Inflates a gzip file (one or more concatenated members, as `cat a.gz b.gz` makes). As soon
+// as the IDX header is out, its promise bounds the output: the first chunk that would take
+// it past header + data ends the inflating (the file has trailing bytes), so a small corrupt
+// (or malicious) file cannot fill the memory.
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path) {
   NN_CHECK(in.size() >= 2 && in[0] == 0x1F && in[1] == 0x8B,
            "IDX file " << path << " is not gzip-compressed (it does not start with 1F 8B) although its "
                        "name ends in .gz: corrupt gzip stream; rename it without .gz if it is a plain "
@@ -79,17 +175,32 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
   constexpr size_t kChunk = size_t{1} << 20;
 
   std::vector<uint8_t> out;
-  // The gzip trailer ends with the uncompressed size mod 2^32: a good first guess.
-  if (in.size() >= 4) {
-    const size_t n = in.size();
-    const uint32_t isize = static_cast<uint32_t>(in[n - 4]) | (static_cast<uint32_t>(in[n - 3]) << 8) |
-                           (static_cast<uint32_t>(in[n - 2]) << 16) | (static_cast<uint32_t>(in[n - 1]) << 24);
-    out.reserve(static_cast<size_t>(std::min<uint64_t>(isize, max_out)));
-  }
+  // Until the header is out, the cap bounds the output; then the header's own promise.
+  uint64_t max_out = max_data_bytes() + kMaxIdxHeaderBytes;
+  bool header_checked = false;
+  uint64_t promised = 0;  // the data bytes the header promises, once it is out
+  auto check_header = [&] {
+    const IdxHeader h = parse_idx_header(out.data(), out.size(), path);
+    max_out = h.header_bytes + h.data_bytes;
+    promised = h.data_bytes;
+    header_checked = true;
+    // The gzip trailer ends with the uncompressed size mod 2^32: a good guess, never above the promise.
+    if (in.size() >= 4) {
+      const size_t n = in.size();
+      const uint32_t isize = static_cast<uint32_t>(in[n - 4]) | (static_cast<uint32_t>(in[n - 3]) << 8) |
+                             (static_cast<uint32_t>(in[n - 2]) << 16) | (static_cast<uint32_t>(in[n - 1]) << 24);
+      out.reserve(static_cast<size_t>(std::min<uint64_t>(isize, max_out)));
+    }
+  };
 
   z_stream zs{};
   // 16 + MAX_WBITS: expect a gzip header and trailer (CRC-32 and size), not raw zlib.
   NN_CHECK(inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK, "zlib could not start inflating " << path);
+  // Every error below ends zlib's state first: an nn::Error must not leak it.
+  auto fail_inflate = [&](const std::string& message) {
+    inflateEnd(&zs);
+    fail(__FILE__, __LINE__, message);
+  };
 
   size_t in_pos = 0;
   std::vector<uint8_t> chunk(kChunk);
@@ -106,11 +217,26 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
     const int rc = inflate(&zs, Z_NO_FLUSH);
     const size_t produced = chunk.size() - zs.avail_out;
     if (out.size() + produced > max_out) {
-      inflateEnd(&zs);
-      NN_CHECK(false, "IDX file " << path << " decompresses to more than " << max_out
-                                  << " bytes (1 GiB of data): is it the right file?");
+      std::ostringstream os;
+      if (header_checked) {
+        os << "IDX file " << path << " decompresses to more than the " << promised
+           << " bytes of data its header promises: trailing bytes after the data: is it the right or a "
+              "corrupt file? fetch it again";
+      } else {
+        os << "IDX file " << path << " decompresses to more than " << mib_text(static_cast<double>(max_out))
+           << ": " << max_data_hint(static_cast<double>(out.size() + produced));
+      }
+      fail_inflate(os.str());
     }
     out.insert(out.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(produced));
+    if (!header_checked && out.size() >= kMaxIdxHeaderBytes) {
+      try {
+        check_header();
+      } catch (const Error&) {
+        inflateEnd(&zs);
+        throw;  // the header's own message, as for a plain file
+      }
+    }
 
     if (rc == Z_STREAM_END) {
       // Another gzip member may follow; anything else after the stream is an error.
@@ -124,16 +250,15 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
         inflateReset(&zs);
         continue;
       }
-      inflateEnd(&zs);
-      NN_CHECK(false, "IDX file " << path << " has " << left
-                                  << " trailing bytes after its gzip stream: corrupt gzip stream; "
-                                     "fetch the file again");
+      std::ostringstream os;
+      os << "IDX file " << path << " has " << left << " trailing bytes after its gzip stream: corrupt gzip stream; "
+                                                      "fetch the file again";
+      fail_inflate(os.str());
     }
     if (rc == Z_NEED_DICT || rc == Z_DATA_ERROR || rc == Z_MEM_ERROR || rc == Z_STREAM_ERROR) {
       const std::string msg = zs.msg != nullptr ? zs.msg : "error " + std::to_string(rc);
-      inflateEnd(&zs);
-      NN_CHECK(false, "IDX file " << path << ": corrupt gzip stream (zlib: " << msg
-                                  << "): fetch the file again (python3 scripts/fetch_data.py ...)");
+      fail_inflate("IDX file " + path + ": corrupt gzip stream (zlib: " + msg +
+                   "): fetch the file again (python3 scripts/fetch_data.py ...)");
     }
     // Z_BUF_ERROR, or Z_OK without progress, with all input consumed: the stream stops
     // before its end. (With input left, Z_BUF_ERROR only means "give me room": loop.)
@@ -159,74 +284,46 @@ bool idx_gzip_supported() {
 #endif
 }
 
-// ---- 3. the IDX header and data --------------------------------------------------------
+// ---- 4. the IDX header and data --------------------------------------------------------
 
-IdxArray parse_idx(const std::vector<uint8_t>& bytes, const std::string& what) {
-  const uint64_t size = bytes.size();
-  NN_CHECK(size >= 4, "IDX file " << what << " is too short: " << size
-                                  << " bytes, the header alone needs at least 4: is the file empty "
-                                     "or truncated? fetch it again");
-  if (bytes[0] == 0x1F && bytes[1] == 0x8B) {
-    NN_CHECK(false, "IDX file " << what << " looks gzip-compressed (starts with 1F 8B) but its name "
-                                "does not end in .gz: rename it to end in .gz, or gunzip it");
-  }
-  NN_CHECK(bytes[0] == 0 && bytes[1] == 0,
-           "IDX file " << what << " is not an IDX file: the first two bytes must be zero, got "
-                       << hex_byte(bytes[0]) << " " << hex_byte(bytes[1]) << ": is it the right file?");
-  const uint8_t type = bytes[2];
-  NN_CHECK(type == 0x08, "IDX file " << what << " has element type " << hex_byte(type) << " ("
-                                     << idx_type_name(type)
-                                     << "); this reader handles only 0x08 (unsigned byte), the type "
-                                        "of MNIST-style datasets");
-  const int ndims = bytes[3];
-  NN_CHECK(ndims >= 1 && ndims <= kMaxIdxDims,
-           "IDX file " << what << " has " << ndims << " dimensions in its header; expected 1 to "
-                       << kMaxIdxDims << " (1 for labels, 3 for images): is it the right file?");
-  const uint64_t header_bytes = 4 + 4 * static_cast<uint64_t>(ndims);
-  NN_CHECK(size >= header_bytes, "IDX file " << what << " has a truncated header: " << ndims
-                                             << " dimensions need " << header_bytes
-                                             << " header bytes, the file has " << size
-                                             << ": fetch it again");
-
+IdxArray parse_idx(std::vector<uint8_t> bytes, const std::string& what) {
+  const IdxHeader h = parse_idx_header(bytes.data(), bytes.size(), what);
+  const uint64_t have = bytes.size() - h.header_bytes;
+  NN_CHECK(have >= h.data_bytes, "IDX file " << what << " is truncated: header promises " << h.data_bytes
+                                             << " bytes of data, file has " << have
+                                             << ": an interrupted download? fetch it again");
+  NN_CHECK(have == h.data_bytes, "IDX file " << what << " has " << (have - h.data_bytes)
+                                             << " trailing bytes after the " << h.data_bytes
+                                             << " bytes of data its header promises: is it the right or a "
+                                                "corrupt file? fetch it again");
   IdxArray arr;
-  uint64_t count = 1;  // prod(dims), checked against the limit at every step so it never overflows
-  for (int d = 0; d < ndims; ++d) {
-    const size_t at = 4 + 4 * static_cast<size_t>(d);
-    // Big-endian: the most significant byte comes first.
-    const uint64_t dim = (static_cast<uint64_t>(bytes[at]) << 24) | (static_cast<uint64_t>(bytes[at + 1]) << 16) |
-                         (static_cast<uint64_t>(bytes[at + 2]) << 8) | static_cast<uint64_t>(bytes[at + 3]);
-    NN_CHECK(dim > 0, "IDX file " << what << ": dimension " << d << " of " << ndims
-                                  << " is zero; every size must be positive: is the file corrupt?");
-    NN_CHECK(count <= kMaxIdxDataBytes / dim,
-             "IDX file " << what << ": the sizes in its header multiply to more than 1 GiB of data "
-                                    "(too large for this reader): is the file corrupt?");
-    count *= dim;
-    arr.dims.push_back(static_cast<int64_t>(dim));
-  }
-
-  const uint64_t have = size - header_bytes;
-  NN_CHECK(have >= count, "IDX file " << what << " is truncated: header promises " << count
-                                      << " bytes of data, file has " << have
-                                      << ": an interrupted download? fetch it again");
-  NN_CHECK(have == count, "IDX file " << what << " has " << (have - count)
-                                      << " trailing bytes after the " << count
-                                      << " bytes of data its header promises: is it the right or a "
-                                         "corrupt file? fetch it again");
-  arr.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header_bytes), bytes.end());
+  arr.dims = h.dims;
+  // The data is the buffer itself, minus its header: moved, not copied (a second buffer
+  // the size of the dataset would double the peak memory).
+  arr.data = std::move(bytes);
+  arr.data.erase(arr.data.begin(), arr.data.begin() + static_cast<std::ptrdiff_t>(h.header_bytes));
   return arr;
 }
 
 IdxArray read_idx(const std::string& path) {
   const bool gz = ends_with(path, ".gz");
   if (!gz) {
-    return parse_idx(read_file_bytes(path, kMaxIdxDataBytes + kMaxIdxHeaderBytes), path);
+    return parse_idx(read_plain(path), path);
   }
 #ifdef NNLAB_HAVE_ZLIB
-  // A compressed file is never much larger than its content; 2x bounds the read.
-  const std::vector<uint8_t> packed = read_file_bytes(path, 2 * (kMaxIdxDataBytes + kMaxIdxHeaderBytes));
-  // One byte over the largest valid size, so that parse_idx reports trailing bytes
-  // rather than gunzip reporting "too large" for a file that is just slightly off.
-  return parse_idx(gunzip(packed, path, kMaxIdxDataBytes + kMaxIdxHeaderBytes + 1), path);
+  // A compressed file is never much larger than its content (stored blocks add 5 bytes per
+  // 64 KiB): the cap plus 1/64 and a little bounds the read.
+  const uint64_t cap = max_data_bytes();
+  const uint64_t most = cap + cap / 64 + 4096;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    NN_CHECK(ec || size <= most, "IDX file " << path << " is " << mib_text(static_cast<double>(size))
+                                             << " compressed, more than any dataset a loader accepts can be: "
+                                             << max_data_hint(static_cast<double>(size)));
+  }
+  const std::vector<uint8_t> packed = read_file(path, "IDX file", kFetchHint, most);
+  return parse_idx(gunzip(packed, path), path);
 #else
   // Still check that the file exists first: "not found" is the more useful message.
   std::error_code ec;
@@ -245,8 +342,8 @@ void write_idx(const std::string& path, const std::vector<int64_t>& dims, const 
   for (int64_t d : dims) {
     NN_CHECK(d > 0 && d <= 0xFFFFFFFFLL, "write_idx " << path << ": every dimension must be in [1, 2^32), got "
                                                       << d);
-    NN_CHECK(count <= kMaxIdxDataBytes / static_cast<uint64_t>(d),
-             "write_idx " << path << ": more than 1 GiB of data");
+    NN_CHECK(count <= max_data_bytes() / static_cast<uint64_t>(d),
+             "write_idx " << path << ": more data than a loader accepts (" << kMaxDataEnv << ")");
     count *= static_cast<uint64_t>(d);
   }
   NN_CHECK(count == data.size(), "write_idx " << path << ": the dimensions promise " << count

@@ -5,10 +5,12 @@
 //   byte  2    element type: 0x08 = unsigned byte (the only type MNIST-style files use)
 //   byte  3    number of dimensions, D (1 for labels, 3 for images)
 //   then D x uint32 sizes, then prod(sizes) elements.
-// The reader checks the magic, the type, that D is sane, that the sizes do not overflow,
-// and that the file holds exactly the bytes the header promises (a truncated download
-// ends in an error naming the file, never in a crash or half-zero images).
-// Files ending in ".gz" are decompressed on the fly when the build has zlib.
+// The reader checks the magic, the type, that D is sane, that the sizes the header promises
+// stay within the cap of nn/data_limit.h (256 MiB, NNLAB_MAX_DATA_MB) BEFORE it allocates
+// anything sized from them, and that the file holds exactly the bytes the header promises
+// (a truncated download ends in an error naming the file, never in a crash or half-zero
+// images). Files ending in ".gz" are decompressed on the fly when the build has zlib; the
+// header's promise bounds the decompression.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +27,9 @@ struct IdxArray {
 // Throws nn::Error with the path and what is wrong.
 IdxArray read_idx(const std::string& path);
 // Parses an in-memory IDX image (what read_idx does after reading and decompressing);
-// `what` names the source in error messages.
-IdxArray parse_idx(const std::vector<uint8_t>& bytes, const std::string& what);
+// `what` names the source in error messages. Pass the buffer with std::move to have its
+// bytes become the array's data without a copy.
+IdxArray parse_idx(std::vector<uint8_t> bytes, const std::string& what);
 // Writes an uncompressed unsigned-byte IDX file (tests use it to make small datasets).
 void write_idx(const std::string& path, const std::vector<int64_t>& dims,
                const std::vector<uint8_t>& data);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "nn/check.h"
+#include "nn/data_limit.h"
 #include "nn/file_io.h"
 
 namespace nn {
@@ -106,10 +107,22 @@ TextCorpus corpus_from_text(std::string text, std::string description, double va
 
 namespace {
 
-constexpr uint64_t kMaxCorpusBytes = uint64_t{1} << 30;  // ids are int32 and held in memory: 1 GiB is plenty
-
-std::string read_text_file(const std::string& path, const std::string& not_found_hint) {
-  const std::vector<uint8_t> bytes = read_file(path, "text file", not_found_hint, kMaxCorpusBytes);
+// A corpus is held as its text (1 byte a character) and as int32 ids (4 bytes a character):
+// five times the file. So a text larger than the data cap (nn/data_limit.h, 256 MiB unless
+// NNLAB_MAX_DATA_MB says otherwise) is refused from its size, before a byte is read;
+// `already` counts what was read before it (the fallback joins several files).
+std::string read_text_file(const std::string& path, const std::string& not_found_hint, uint64_t already = 0) {
+  const uint64_t cap = max_data_bytes();
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    const uint64_t size = fs::file_size(path, ec);
+    NN_CHECK(ec || already + size <= cap,
+             "text file " << path << " is " << mib_text(static_cast<double>(size))
+                          << (already > 0 ? " (after " + mib_text(static_cast<double>(already)) + " of other texts)" : "")
+                          << ": a corpus is held as text and as int32 ids, five times its size; "
+                          << max_data_hint(static_cast<double>(already + size)));
+  }
+  const std::vector<uint8_t> bytes = read_file(path, "text file", not_found_hint, cap - std::min(cap, already));
   return std::string(bytes.begin(), bytes.end());
 }
 
@@ -228,7 +241,7 @@ TextCorpus find_corpus(const std::vector<std::string>& dirs, const std::string& 
   std::string text;
   int files = 0;
   for (const fs::path& p : distinct_files(fs::path(fallback_dir))) {
-    text += read_text_file(p.string(), "it vanished while being read");
+    text += read_text_file(p.string(), "it vanished while being read", text.size());
     ++files;
   }
   NN_CHECK(!text.empty(), "no text to train on: " << not_found.str() << ", and no fallback texts in "

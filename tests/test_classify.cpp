@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <vector>
 
 #include "nn/classify.h"
 #include "nn/ops.h"
@@ -48,6 +49,46 @@ TEST_CASE("evaluate_classifier: every image once in order, loss and accuracy ove
   CHECK(r.loss == Approx((4 * good + bad) / 5));
   REQUIRE(r.confidence.size() == 5);
   CHECK(r.confidence[0] == Approx(1.0 / (1.0 + std::exp(-2.0))));
+}
+
+// NaN weights give NaN logits; argmax over them still names a class, so the evaluation
+// printed "accuracy 15.00%" next to a NaN (or plausible-looking) loss. Now it refuses.
+TEST_CASE("evaluate_classifier refuses a non-finite loss and an empty dataset", "[nn][classify]") {
+  nn::ImageDataset ds;
+  ds.rows = 1;
+  ds.cols = 2;
+  ds.num_classes = 2;
+  ds.images = nn::Tensor({3, 2}, 0.5f);
+  ds.labels = {0, 1, 0};
+  std::vector<float> logits;
+  for (float bad : {std::nanf(""), INFINITY}) {
+    const auto forward = [&](const float*, int B) {
+      logits.assign(static_cast<size_t>(2 * B), 1.0f);
+      logits[1] = bad;  // one logit of the first batch
+      return logits.data();
+    };
+    INFO(bad);
+    REQUIRE_THROWS_WITH(nn::evaluate_classifier(forward, ds, 2),
+                        Catch::Contains("mean loss over the 3 images is") && Catch::Contains("NaN or infinity"));
+  }
+  nn::ImageDataset empty;
+  empty.images = nn::Tensor({0, 2});
+  empty.images_path = "/data/empty-idx3-ubyte";
+  REQUIRE_THROWS_WITH(nn::evaluate_classifier([&](const float*, int) { return logits.data(); }, empty, 2),
+                      Catch::Contains("/data/empty-idx3-ubyte") && Catch::Contains("holds no images"));
+}
+
+TEST_CASE("check_params_finite names where, the tensor and the first bad index", "[nn][classify]") {
+  std::vector<float> w(6, 0.25f), b(2, 0.0f);
+  const std::vector<nn::Param> params = {{"fc.weight", {2, 3}, w.data(), nullptr}, {"fc.bias", {2}, b.data(), nullptr}};
+  REQUIRE_NOTHROW(nn::check_params_finite(params, "checkpoint x.safetensors"));
+  b[1] = -INFINITY;
+  REQUIRE_THROWS_WITH(nn::check_params_finite(params, "checkpoint x.safetensors"),
+                      Catch::Contains("checkpoint x.safetensors") && Catch::Contains("'fc.bias'") &&
+                          Catch::Contains("-inf") && Catch::Contains("flat index 1"));
+  w[4] = std::nanf("");
+  REQUIRE_THROWS_WITH(nn::check_params_finite(params, "the weights after epoch 2"),
+                      Catch::Contains("'fc.weight' (2, 3)") && Catch::Contains("flat index 4"));
 }
 
 TEST_CASE("format_percent and format_fixed", "[nn][progress]") {

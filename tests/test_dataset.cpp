@@ -144,6 +144,46 @@ TEST_CASE("dataset: load_idx_dataset refuses mismatched files", "[dataset]") {
   }
 }
 
+// A training loop sizes its model from the training images and feeds it the test images:
+// two splits of other sizes crashed lessons 02 and 04 (SIGSEGV with 1x1 test images) or
+// gave garbage losses. load_mnist_train_test compares them before anything is built.
+TEST_CASE("dataset: the train and test splits must agree on image size and classes", "[dataset]") {
+  TempDir tmp("dataset");
+  write_split(tmp.path, "train", 6);
+  auto write_test = [&](int rows, int cols, int n) {
+    std::vector<uint8_t> px(static_cast<size_t>(n * rows * cols), 7), lab(static_cast<size_t>(n), 3);
+    nn::write_idx(tmp.file("t10k-images-idx3-ubyte"), {n, rows, cols}, px);
+    nn::write_idx(tmp.file("t10k-labels-idx1-ubyte"), {n}, lab);
+  };
+  write_test(2, 3, 4);
+  const nn::TrainTest ok = nn::load_mnist_train_test(tmp.path.string());
+  REQUIRE(ok.train.size() == 6);
+  REQUIRE(ok.test.size() == 4);
+  REQUIRE(ok.test.images_path == tmp.file("t10k-images-idx3-ubyte"));
+
+  for (const auto& [rows, cols] : {std::pair{1, 1}, std::pair{3, 2}, std::pair{2, 4}, std::pair{256, 256}}) {
+    write_test(rows, cols, 2);
+    INFO(rows << "x" << cols);
+    REQUIRE_THAT(error_of([&] { nn::load_mnist_train_test(tmp.path.string()); }),
+                 Contains(tmp.file("t10k-images-idx3-ubyte")) && Contains(tmp.file("train-images-idx3-ubyte")) &&
+                     Contains(std::to_string(rows) + "x" + std::to_string(cols) + " pixels") && Contains("2x3"));
+  }
+
+  // In memory: another number of classes, a label outside them, an empty set.
+  nn::ImageDataset a = ok.train, b = ok.test;
+  REQUIRE_NOTHROW(nn::check_same_format(a, b));
+  b.num_classes = 5;
+  REQUIRE_THAT(error_of([&] { nn::check_same_format(a, b); }), Contains("5 classes") && Contains("10"));
+  b = ok.test;
+  b.labels[1] = 12;
+  REQUIRE_THAT(error_of([&] { nn::check_same_format(a, b); }),
+               Contains("label 12 at index 1") && Contains(tmp.file("t10k-labels-idx1-ubyte")));
+  b = ok.test;
+  b.labels.clear();
+  b.images = nn::Tensor({0, 6});
+  REQUIRE_THAT(error_of([&] { nn::check_same_format(a, b); }), Contains("holds no images"));
+}
+
 TEST_CASE("dataset: load_mnist_split picks train-* or t10k-*, plain or .gz", "[dataset]") {
   TempDir tmp("dataset");
   write_split(tmp.path, "train", 9);
@@ -160,6 +200,11 @@ TEST_CASE("dataset: load_mnist_split picks train-* or t10k-*, plain or .gz", "[d
   fs::remove(tmp.path / "t10k-labels-idx1-ubyte");
   REQUIRE_THAT(error_of([&] { nn::load_mnist_split(tmp.path.string(), "test"); }),
                Contains(tmp.path.string()) && Contains("t10k-labels-idx1-ubyte") && Contains("(nor t10k-labels-idx1-ubyte.gz)"));
+  // a directory where the file should be is named as such, not as a missing file
+  fs::create_directories(tmp.path / "t10k-labels-idx1-ubyte");
+  REQUIRE_THAT(error_of([&] { nn::load_mnist_split(tmp.path.string(), "test"); }),
+               Contains("a directory where the file t10k-labels-idx1-ubyte should be"));
+  fs::remove(tmp.path / "t10k-labels-idx1-ubyte");
 
   // Only the .gz name present: load_mnist_split must pick it (and, without zlib, say so).
   fs::rename(tmp.path / "train-labels-idx1-ubyte", tmp.path / "train-labels-idx1-ubyte.gz");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -234,6 +235,69 @@ TEST_CASE("IDX: corrupt, truncated and fake .gz files are refused", "[idx]") {
   }
 }
 
+// ---- the data cap (nn/data_limit.h) ---------------------------------------------------
+
+// A small .gz can decompress to a lot: before the cap was checked from the header, a 1 MB
+// file of 1 GiB of zero pixels was inflated whole (1 GiB), copied (another), then turned into
+// floats (4 GiB). Now the header is read from the first chunk inflated, and a promise above
+// the cap stops the reader there; a promise within it bounds the rest.
+TEST_CASE("IDX: a header promising more than the cap is refused from its header, saying how to raise it", "[idx]") {
+  TempDir tmp("idx");
+  const ScopedEnv cap("NNLAB_MAX_DATA_MB", std::string("1"));
+  // 3 MiB of data promised; only the first 200 KiB present, then the stream just stops:
+  // a reader that inflated everything before looking would report "truncated".
+  const std::vector<uint8_t> head = idx_bytes(8, {3, 1024, 1024}, random_bytes(200 * 1024, 7));
+  std::vector<uint8_t> gz = gzip_stored(head);
+  gz.resize(gz.size() - 100);
+  const std::string packed = tmp.file("big-idx3-ubyte.gz");
+  write_bytes(packed, gz);
+  const std::string plain = tmp.file("big-idx3-ubyte");
+  write_bytes(plain, head);
+  for (const std::string& path : {plain, packed}) {
+    if (path == packed && !nn::idx_gzip_supported()) continue;
+    const std::string error = error_of([&] { nn::read_idx(path); });
+    REQUIRE_THAT(error, Contains(path) && Contains("3 x 1024 x 1024 = 3 MiB") && Contains("more than a loader accepts") &&
+                            Contains("at most 1 MiB per file") && Contains("NNLAB_MAX_DATA_MB=4"));
+    REQUIRE(error.find("idx.cpp:") == error.rfind("idx.cpp:"));  // one location, not the message wrapped twice
+  }
+
+  // The same data, complete: refused under a cap of 1 MiB, read under a cap of 4 MiB.
+  const std::vector<uint8_t> data = random_bytes(3 * 1024 * 1024, 8);
+  const std::string full = tmp.file("full-idx3-ubyte");
+  write_bytes(full, idx_bytes(8, {3, 1024, 1024}, data));
+  REQUIRE_THAT(error_of([&] { nn::read_idx(full); }), Contains("more than a loader accepts"));
+  const ScopedEnv raised("NNLAB_MAX_DATA_MB", std::string("4"));
+  REQUIRE(nn::read_idx(full).data == data);
+}
+
+TEST_CASE("IDX: a .gz holding more than its header promises stops inflating soon after the promise", "[idx]") {
+  if (!nn::idx_gzip_supported()) {
+    WARN("this build has no zlib: skipping");
+    return;
+  }
+  TempDir tmp("idx");
+  // The header promises 10 bytes; the stream holds 2 MiB after them.
+  std::vector<uint8_t> b = idx_bytes(8, {10}, random_bytes(10 + 2 * 1024 * 1024, 9));
+  const std::string path = tmp.file("liar-idx1-ubyte.gz");
+  write_bytes(path, gzip_stored(b));
+  REQUIRE_THAT(error_of([&] { nn::read_idx(path); }),
+               Contains(path) && Contains("more than the 10 bytes of data its header promises") &&
+                   Contains("trailing bytes"));
+}
+
+TEST_CASE("IDX: NNLAB_MAX_DATA_MB must be a whole number of MiB", "[idx]") {
+  TempDir tmp("idx");
+  const std::string path = tmp.file("labels-idx1-ubyte");
+  write_bytes(path, idx_bytes(8, {4}, {1, 2, 3, 4}));
+  for (const char* bad : {"abc", "0", "-5", "1.5", "nan", "9999999999"}) {
+    const ScopedEnv cap("NNLAB_MAX_DATA_MB", std::string(bad));
+    INFO(bad);
+    REQUIRE_THAT(error_of([&] { nn::read_idx(path); }), Contains("NNLAB_MAX_DATA_MB"));
+  }
+  const ScopedEnv unset("NNLAB_MAX_DATA_MB", std::nullopt);
+  REQUIRE(nn::read_idx(path).data == std::vector<uint8_t>{1, 2, 3, 4});
+}
+
 // ---- bad files -------------------------------------------------------------------------
 
 TEST_CASE("IDX: every malformed file is an nn::Error naming the file and the problem", "[idx]") {
@@ -293,11 +357,13 @@ TEST_CASE("IDX: every malformed file is an nn::Error naming the file and the pro
     REQUIRE_THAT(error_reading("cuthead", b),
                  Contains(tmp.file("cuthead")) && Contains("truncated header") && Contains("file has 10"));
   }
-  SECTION("sizes that multiply past 1 GiB, or past 64 bits") {
+  SECTION("sizes that multiply past the cap, or past 64 bits") {
     REQUIRE_THAT(error_reading("huge", idx_bytes(8, {65536, 65536, 2}, ten)),
-                 Contains(tmp.file("huge")) && Contains("more than 1 GiB"));
+                 Contains(tmp.file("huge")) && Contains("65536 x 65536 x 2 = 8192 MiB") &&
+                     Contains("more than a loader accepts") && Contains("NNLAB_MAX_DATA_MB=8193"));
     REQUIRE_THAT(error_reading("overflow", idx_bytes(8, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, ten)),
-                 Contains(tmp.file("overflow")) && Contains("more than 1 GiB"));
+                 Contains(tmp.file("overflow")) && Contains("more than a loader accepts") &&
+                     Contains("the most it takes"));
   }
   SECTION("truncated data") {
     REQUIRE_THAT(error_reading("trunc", idx_bytes(8, {2, 5}, {1, 2, 3, 4, 5, 6, 7})),

@@ -3,9 +3,11 @@
 // (data loading, training, evaluation, log, checkpoint, predictions) in well under a second.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -22,8 +24,7 @@ namespace {
 
 // Class c: a 2-pixel-wide bar, horizontal for c < 5 at row 2c+1, vertical for c >= 5 at
 // column 2(c-5)+1, on a noisy background.
-void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t seed) {
-  const int R = 12, C = 12;
+void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t seed, int R = 12, int C = 12) {
   nn::Rng rng(seed);
   std::vector<uint8_t> images(static_cast<size_t>(n) * R * C), labels(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -42,16 +43,16 @@ void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t 
 }
 
 struct Fixture {
-  fs::path root = fs::temp_directory_path() / "nnlab-test-lesson02-train";
-  fs::path data = root / "data";
-  fs::path out = root / "out";
+  // A directory of its own per test (removed at the end): ctest runs tests in parallel, and
+  // a shared fixed path let one test's files vanish under another.
+  testing::TempDir root{"lesson02-train"};
+  fs::path data = root.path / "data";
+  fs::path out = root.path / "out";
   Fixture() {
-    fs::remove_all(root);
     fs::create_directories(data);
     make_split(data, "train", 1000, 1);
     make_split(data, "t10k", 300, 2);
   }
-  ~Fixture() { fs::remove_all(root); }
 
   lesson02::Options options() const {
     lesson02::Options o;
@@ -159,6 +160,72 @@ TEST_CASE("a diverging run stops with a clear message and keeps the last good ch
   // the previous run's checkpoint is untouched
   const auto after = nn::load_safetensors((f.out / "mlp.safetensors").string());
   REQUIRE(after.metadata == good.metadata);
+}
+
+// Test images of another size than the training images: the model is sized from the
+// training set, so evaluating it on 1x1 images read far past their buffer (SIGSEGV) and
+// smaller mismatches mixed neighbouring images into garbage losses. Now the two splits
+// are compared before anything is built.
+TEST_CASE("lesson 02 refuses test images of another size than the training images", "[lesson02][train]") {
+  Fixture f;
+  auto opts = f.options();
+  opts.epochs = 1;
+  for (const auto& [R, C] : {std::pair{1, 1}, std::pair{12, 11}, std::pair{16, 16}}) {
+    make_split(f.data, "t10k", 300, 2, R, C);
+    std::string printed;
+    const std::string error = testing::error_of([&] { run_quietly(opts, printed); });
+    INFO(R << "x" << C << ": " << printed);
+    REQUIRE_THAT(error, Catch::Contains("the test images") &&
+                            Catch::Contains(std::to_string(R) + "x" + std::to_string(C) + " pixels") &&
+                            Catch::Contains("training images") && Catch::Contains("12x12") &&
+                            Catch::Contains((f.data / "t10k-images-idx3-ubyte").string()));
+    REQUIRE_FALSE(fs::exists(f.out / "mlp.safetensors"));  // refused before training, nothing written
+  }
+}
+
+// The input layer is sized from the images: 4096x4096 images make an MLP of 537M parameters
+// (8.6 GB with gradients and Adam's state), an allocation that ends in the kernel killing the
+// process. It is refused, with the image size and the file, before anything is allocated.
+TEST_CASE("lesson 02 refuses images that would make a model too large to hold", "[lesson02][train]") {
+  Fixture f;
+  const int n = 2, R = 4096, C = 4096;
+  const std::vector<uint8_t> images(static_cast<size_t>(n) * R * C, 100), labels = {1, 2};
+  for (const char* prefix : {"train", "t10k"}) {
+    nn::write_idx((f.data / (std::string(prefix) + "-images-idx3-ubyte")).string(), {n, R, C}, images);
+    nn::write_idx((f.data / (std::string(prefix) + "-labels-idx1-ubyte")).string(), {n}, labels);
+  }
+  std::string printed;
+  REQUIRE_THAT(testing::error_of([&] { run_quietly(f.options(), printed); }),
+               Catch::Contains("4096x4096 images") && Catch::Contains("GiB") && Catch::Contains("28x28") &&
+                   Catch::Contains((f.data / "train-images-idx3-ubyte").string()));
+}
+
+// The loss is checked before each update, so the LAST update of an epoch could turn the
+// weights into NaN unseen: the epoch's evaluation then printed an accuracy computed from
+// NaN logits and the NaN weights were saved over the last good checkpoint. (A NaN learning
+// rate cannot come from the command line any more, FiniteRange refuses it; a program that
+// calls the part directly can still pass one, and so can an optimizer that blows up.)
+TEST_CASE("lesson 02 never saves non-finite weights over the last good checkpoint", "[lesson02][train]") {
+  Fixture f;
+  auto opts = f.options();
+  opts.epochs = 1;
+  std::string printed;
+  REQUIRE(run_quietly(opts, printed) == 0);
+  const auto good = nn::load_safetensors((f.out / "mlp.safetensors").string());
+
+  opts.batch_size = 1000;  // the whole training set: one step per epoch, no loss after the update
+  opts.lr = std::numeric_limits<float>::quiet_NaN();
+  const std::string error = testing::error_of([&] { run_quietly(opts, printed); });
+  INFO(printed);
+  REQUIRE_THAT(error, Catch::Contains("the weights after epoch 1") && Catch::Contains("nan") &&
+                          Catch::Contains("fc1.weight") && Catch::Contains("last good checkpoint") &&
+                          Catch::Contains((f.out / "mlp.safetensors").string()));
+  const auto after = nn::load_safetensors((f.out / "mlp.safetensors").string());
+  REQUIRE(after.metadata == good.metadata);
+  const nn::Tensor& w0 = good.tensors.at("fc1.weight");
+  const nn::Tensor& w1 = after.tensors.at("fc1.weight");
+  REQUIRE(std::equal(w0.data(), w0.data() + w0.numel(), w1.data()));
+  REQUIRE_THAT(printed, !Catch::Contains("test acc"));  // no accuracy computed from NaN
 }
 
 // The real thing, briefly: one epoch on the full Fashion-MNIST from Debian's package

@@ -7,12 +7,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
+#include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "lessons/04-cnn/cnn.h"
+#include "lessons/04-cnn/model.h"
 #include "nn/checkpoint.h"
 #include "nn/dataset.h"
 #include "nn/idx.h"
@@ -24,8 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t seed) {
-  const int R = 12, C = 12;
+void make_split(const fs::path& dir, const std::string& prefix, int n, uint64_t seed, int R = 12, int C = 12) {
   nn::Rng rng(seed);
   std::vector<uint8_t> images(static_cast<size_t>(n) * R * C), labels(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -187,6 +190,117 @@ TEST_CASE("lesson 04 training learns, logs, checkpoints and writes the notebook'
     o.checkpoint = mlp;
     REQUIRE_THAT(testing::error_of([&] { run_quietly(&lesson04::run_eval_part, o, printed); }),
                  Catch::Contains("different model"));
+  }
+}
+
+// The model is sized from the training images; test images of another size read past
+// their buffer (1x1: SIGSEGV) or mixed images into garbage losses. Now refused up front.
+TEST_CASE("lesson 04 refuses test images of another size than the training images", "[lesson04][train]") {
+  Fixture f;
+  auto o = f.options();
+  o.epochs = 1;
+  for (const auto& [R, C] : {std::pair{1, 1}, std::pair{12, 10}}) {
+    make_split(f.data, "t10k", 200, 2, R, C);
+    std::string printed;
+    for (auto* part : {&lesson04::run_train_part, &lesson04::run_eval_part}) {
+      const std::string error = testing::error_of([&] { run_quietly(part, o, printed); });
+      INFO(R << "x" << C << ": " << printed);
+      REQUIRE_THAT(error, Catch::Contains("the test images") &&
+                              Catch::Contains(std::to_string(R) + "x" + std::to_string(C) + " pixels") &&
+                              Catch::Contains("12x12"));
+    }
+    REQUIRE_FALSE(fs::exists(f.out / "cnn.safetensors"));
+  }
+}
+
+// The model is sized from the images: 8 images of 2048x2048 need ~7 GB of conv buffers with
+// the fixture's small CNN. Refused with the image size and the file, before anything is
+// allocated, in both parts.
+TEST_CASE("lesson 04 refuses images that would make a model too large to hold", "[lesson04][train]") {
+  Fixture f;
+  const int n = 8, R = 2048, C = 2048;
+  const std::vector<uint8_t> images(static_cast<size_t>(n) * R * C, 100), labels = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (const char* prefix : {"train", "t10k"}) {
+    nn::write_idx((f.data / (std::string(prefix) + "-images-idx3-ubyte")).string(), {n, R, C}, images);
+    nn::write_idx((f.data / (std::string(prefix) + "-labels-idx1-ubyte")).string(), {n}, labels);
+  }
+  std::string printed;
+  for (auto* part : {&lesson04::run_train_part, &lesson04::run_eval_part}) {
+    REQUIRE_THAT(testing::error_of([&] { run_quietly(part, f.options(), printed); }),
+                 Catch::Contains("2048x2048 images") && Catch::Contains("GiB") && Catch::Contains("28x28") &&
+                     Catch::Contains((f.data / "train-images-idx3-ubyte").string()));
+  }
+  // the estimate is the model's: a 28x28 default CNN at batch 250 is far below the limit
+  lesson04::CnnConfig small;
+  REQUIRE(lesson04::cnn_training_bytes(small, 250) < 1e9);
+  lesson04::CnnConfig big = small;
+  big.height = big.width = 2048;
+  REQUIRE(lesson04::cnn_training_bytes(big, 250) > 4.0 * 1024 * 1024 * 1024);
+}
+
+// Part eval trusts nothing in a checkpoint: NaN weights gave a plausible loss and
+// "accuracy 15.00%" with exit 0, and pixel_mean "nan" (or "0.2x") was read with std::stof.
+TEST_CASE("lesson 04 eval refuses a checkpoint with NaN weights or bad metadata, naming file and key",
+          "[lesson04][train]") {
+  Fixture f;
+  auto o = f.options();
+  o.epochs = 1;
+  std::string printed;
+  REQUIRE(run_quietly(&lesson04::run_train_part, o, printed) == 0);
+  const std::string good_path = (f.out / "cnn.safetensors").string();
+  const nn::Checkpoint good = nn::load_safetensors(good_path);
+  o.part = "eval";
+  o.checkpoint = (f.out / "edited.safetensors").string();
+
+  // Writes `good` with its metadata changed by `edit` and one weight set to `w00`, then
+  // returns the error part eval gives on it.
+  auto eval_error = [&](const std::function<void(std::map<std::string, std::string>&)>& edit, float w00) {
+    std::map<std::string, std::string> meta = good.metadata;
+    meta.erase("nnlab.checksum");
+    edit(meta);
+    std::vector<nn::TensorRef> refs;
+    std::vector<float> conv1(good.tensors.at("conv1.weight").data(),
+                             good.tensors.at("conv1.weight").data() + good.tensors.at("conv1.weight").numel());
+    conv1[3] = w00;
+    for (const auto& [name, t] : good.tensors) {
+      refs.push_back({name, t.shape(), name == "conv1.weight" ? conv1.data() : t.data()});
+    }
+    nn::save_safetensors(o.checkpoint, refs, meta);
+    return testing::error_of([&] { run_quietly(&lesson04::run_eval_part, o, printed); });
+  };
+  auto keep = [](std::map<std::string, std::string>&) {};
+  const float w = good.tensors.at("conv1.weight").data()[3];
+
+  SECTION("the unedited copy evaluates") {
+    REQUIRE(eval_error(keep, w) == "<no nn::Error was thrown>");
+  }
+  SECTION("a NaN or infinite weight") {
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      const std::string error = eval_error(keep, bad);
+      REQUIRE_THAT(error, Catch::Contains(o.checkpoint) && Catch::Contains("'conv1.weight'") &&
+                              Catch::Contains("flat index 3"));
+      REQUIRE_THAT(printed, !Catch::Contains("test accuracy"));
+    }
+  }
+  SECTION("pixel statistics that are not finite numbers, or not plausible") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"pixel_mean", "nan"}, {"pixel_mean", "inf"}, {"pixel_mean", "0.2x"}, {"pixel_mean", ""},
+        {"pixel_std", "nan"},  {"pixel_std", "0"},    {"pixel_std", "-0.3"},  {"pixel_mean", "7"}};
+    for (const auto& [key, value] : cases) {
+      const std::string error = eval_error([&](auto& m) { m[key] = value; }, w);
+      INFO(key << " = '" << value << "'");
+      REQUIRE_THAT(error, Catch::Contains(o.checkpoint) && Catch::Contains(std::string("'") + key + "'"));
+      REQUIRE_THAT(printed, !Catch::Contains("test accuracy"));
+    }
+    REQUIRE_THAT(eval_error([](auto& m) { m.erase("pixel_std"); }, w), Catch::Contains("both or neither"));
+  }
+  SECTION("the other keys: model, widths, dataset, epoch, accuracy") {
+    REQUIRE_THAT(eval_error([](auto& m) { m["model"] = "mlp"; }, w), Catch::Contains("'model'") && Catch::Contains("not 'cnn'"));
+    REQUIRE_THAT(eval_error([](auto& m) { m["channels"] = "4-9"; }, w), Catch::Contains("'channels'") && Catch::Contains("--channels 4-8"));
+    REQUIRE_THAT(eval_error([](auto& m) { m["hidden"] = "16.5"; }, w), Catch::Contains("'hidden'") && Catch::Contains("whole number"));
+    REQUIRE_THAT(eval_error([](auto& m) { m["dataset"] = "mnist"; }, w), Catch::Contains("'dataset'") && Catch::Contains("fashion-mnist"));
+    REQUIRE_THAT(eval_error([](auto& m) { m["epoch"] = "-5"; }, w), Catch::Contains("'epoch'"));
+    REQUIRE_THAT(eval_error([](auto& m) { m["test_accuracy"] = "nan"; }, w), Catch::Contains("'test_accuracy'"));
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "lessons/05-rnn/rnn_lesson.h"
 #include "lessons/05-rnn/seq_tasks.h"
+#include "nn/checkpoint.h"
 #include "nn/rng.h"
 #include "tests/cli_helpers.h"
 #include "tests/seq_test_util.h"
@@ -121,6 +122,75 @@ TEST_CASE("the character model repeats from its seed and loads its checkpoint", 
   const auto d = seqlab::run_char_task(l, log);
   REQUIRE(d.val_loss == Approx(a.val_loss).epsilon(1e-6));
   REQUIRE(d.sample == a.sample);
+}
+
+// A prompt with a character the text never has failed only after training (and after the
+// checkpoint was written); with the default prompt, every text without "ROMEO:"'s letters did.
+// Now a prompt given is refused before anything is built, and the default one gives way.
+TEST_CASE("lesson 05: a prompt the text cannot encode is refused before training", "[lesson05]") {
+  testing::TempDir dir("lesson05-prompt");
+  make_corpus(dir.file("corpus.txt"));  // lower case only: no 'R', 'Z', ':'
+  std::ostringstream log;
+  auto o = quick_chars(dir.file("corpus.txt"), dir.file("out"), "rnn");
+  o.prompt = "the Zebra";
+  o.prompt_given = true;
+  REQUIRE_THAT(testing::error_of([&] { seqlab::run_char_task(o, log); }),
+               Catch::Contains("--prompt \"the Zebra\"") && Catch::Contains("character 4") &&
+                   Catch::Contains(dir.file("corpus.txt")));
+  REQUIRE_FALSE(std::filesystem::exists(dir.path / "out" / "char_rnn.safetensors"));
+
+  lesson05::SeqFlags f;  // the default prompt, not given on the command line
+  f.quick = true;
+  f.corpus = dir.file("corpus.txt");
+  f.out_dir = dir.file("default");
+  seqlab::CharOptions d = lesson05::char_options(f, "rnn");
+  d.iters = 2;
+  REQUIRE(d.prompt == "ROMEO:");
+  std::ostringstream printed;
+  const seqlab::CharResult r = seqlab::run_char_task(d, printed);
+  INFO(printed.str());
+  REQUIRE_THAT(printed.str(), Catch::Contains("the default prompt \"ROMEO:\" has characters this text never has"));
+  REQUIRE(r.sample.size() == static_cast<size_t>(d.sample_len) + 1);  // a newline, then the sample
+}
+
+// Adam's update comes after the loss check: weights it blew up were validated (NaN or inf)
+// and saved as the checkpoint. And a checkpoint holding NaN loaded without a word.
+TEST_CASE("lesson 05: non-finite weights are never saved, nor loaded", "[lesson05]") {
+  testing::TempDir dir("lesson05-nan");
+  make_corpus(dir.file("corpus.txt"));
+  std::ostringstream log;
+  auto o = quick_chars(dir.file("corpus.txt"), dir.file("out"), "rnn");
+  o.iters = 1;
+  o.eval_every = 1;
+  o.clip = 0.0f;
+  o.lr = 3e38f;  // finite, absurd: one Adam step moves every weight by ~3e38
+  REQUIRE_THAT(testing::error_of([&] { seqlab::run_char_task(o, log); }),
+               Catch::Contains("at iteration 1 (not saved") && Catch::Contains(dir.file("out")));
+  REQUIRE_FALSE(std::filesystem::exists(dir.path / "out" / "char_rnn.safetensors"));
+
+  // a good checkpoint, then a copy with one NaN weight: loading it is refused
+  auto good = quick_chars(dir.file("corpus.txt"), dir.file("good"), "rnn");
+  good.iters = 5;
+  seqlab::run_char_task(good, log);
+  const std::string path = dir.file("good") + "/char_rnn.safetensors";
+  nn::Checkpoint ck = nn::load_safetensors(path);
+  ck.metadata.erase("nnlab.checksum");
+  std::vector<nn::TensorRef> refs;
+  std::string first;
+  for (auto& [name, t] : ck.tensors) {
+    if (first.empty()) {
+      first = name;
+      t.data()[2] = std::nanf("");
+    }
+    refs.push_back({name, t.shape(), t.data()});
+  }
+  const std::string bad = dir.file("nan.safetensors");
+  nn::save_safetensors(bad, refs, ck.metadata);
+  auto l = quick_chars(dir.file("corpus.txt"), dir.file("l"), "rnn");
+  l.iters = 0;
+  l.load = bad;
+  REQUIRE_THAT(testing::error_of([&] { seqlab::run_char_task(l, log); }),
+               Catch::Contains(bad) && Catch::Contains("'" + first + "'") && Catch::Contains("flat index 2"));
 }
 
 TEST_CASE("the plant task trains and scores every model on the same rows", "[lesson05]") {

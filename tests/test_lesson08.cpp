@@ -76,6 +76,62 @@ TEST_CASE("lesson08: the memory table sums to memory_breakdown total", "[lesson0
   REQUIRE(lesson08::attention_map_floats(cpu, 24, 64) == 2 * lesson08::attention_map_floats(cpu, 12, 64));
 }
 
+// At the flags' largest sizes (L 1024, NH 1024, C 65536, T 65536, B 65536) the byte counts
+// passed 2^63 and printed as "0 B" and negative MiB. Now a size is checked in double first:
+// memory_table refuses it, the growth table marks its rows, and nothing wraps.
+TEST_CASE("lesson08: memory sizes beyond 64-bit byte counts are refused, not wrapped", "[lesson08]") {
+  gpt::GPTConfig huge;
+  huge.vocab_size = 65;
+  huge.n_layer = 1024;
+  huge.n_head = 1024;
+  huge.n_embd = 65536;
+  huge.block_size = 65536;
+  REQUIRE_FALSE(lesson08::memory_countable(huge, 65536, 65536));
+  REQUIRE_THAT(testing::error_of([&] { lesson08::memory_table(huge, 65536, 65536); }),
+               Catch::Contains("B=65536 T=65536") && Catch::Contains("64-bit") && Catch::Contains("--batch-size"));
+
+  // GPT-3 sized: large, countable, every row positive and the bound above the exact total
+  gpt::GPTConfig gpt3;
+  gpt3.vocab_size = 50257;
+  gpt3.n_layer = 96;
+  gpt3.n_head = 96;
+  gpt3.n_embd = 12288;
+  gpt3.block_size = 2048;
+  REQUIRE(lesson08::memory_countable(gpt3, 64, 2048));
+  int64_t sum = 0;
+  for (const auto& r : lesson08::memory_table(gpt3, 64, 2048)) {
+    REQUIRE(r.bytes > 0);
+    sum += r.bytes;
+  }
+  REQUIRE(sum == gpt::memory_breakdown(gpt3, 64, 2048).total());
+  const double bound = lesson08::memory_bytes_upper_bound(gpt3, 64, 2048);
+  REQUIRE(bound >= static_cast<double>(sum));
+  REQUIRE(bound <= 1.05 * static_cast<double>(sum));
+
+  testing::TempDir dir("lesson08-huge");
+  lesson08::Options o = tiny_options(dir);
+  SECTION("the part refuses the flags' largest sizes with a message") {
+    o.train.n_layer = 1024, o.train.n_head = 1024, o.train.n_embd = 65536, o.train.block_size = 65536;
+    o.train.batch_size = 65536;
+    testing::CaptureCout capture;
+    REQUIRE_THAT(testing::error_of([&] { lesson08::run_memory_part(o); }), Catch::Contains("64-bit"));
+    REQUIRE_THAT(capture.text(), !Catch::Contains(" 0 B"));
+  }
+  SECTION("rows of the growth table that would wrap say so; the rest are counted") {
+    // the attention maps, 2 L B NH T^2 x 4 bytes, are 2^58 at (B, T), 2^61 at (2B, 2T) and
+    // 2^62 at (B, 4T): the last row is past what the table counts
+    o.train.n_layer = 1024, o.train.n_head = 1024, o.train.n_embd = 1024, o.train.block_size = 4096;
+    o.train.batch_size = 2048;
+    testing::CaptureCout capture;
+    REQUIRE(lesson08::run_memory_part(o) == 0);
+    const std::string text = capture.text();
+    INFO(text);
+    REQUIRE_THAT(text, Catch::Contains("beyond 64-bit byte counts"));
+    REQUIRE_THAT(text, !Catch::Contains(" -"));  // no wrapped, negative count
+    REQUIRE_THAT(text, !Catch::Contains(" 0 B"));
+  }
+}
+
 TEST_CASE("lesson08: the FLOPs split adds up to flops_per_token", "[lesson08]") {
   const gpt::GPTConfig c;
   const auto f = lesson08::flops_breakdown(c, 64);

@@ -206,6 +206,30 @@ TEST_CASE("text: load_corpus with a path reads that file, and only that", "[text
   REQUIRE_THAT(error_of([&] { nn::load_corpus(file.string(), 0.9); }), Contains("val_fraction"));
 }
 
+// A corpus is held as its text and as int32 ids: five times the file. A 1 GiB text used
+// several GB; now a text larger than the data cap (nn/data_limit.h) is refused from its size,
+// before it is read, with the cap and how to raise it.
+TEST_CASE("text: a corpus larger than the data cap is refused from its size, saying how to raise it", "[text]") {
+  TempDir tmp("text");
+  const ScopedEnv cap("NNLAB_MAX_DATA_MB", std::string("1"));
+  const fs::path big = tmp.path / "big.txt";
+  write_text(big, std::string(1536 * 1024, 'a') + "\n");  // 1.5 MiB
+  REQUIRE_THAT(error_of([&] { nn::load_corpus(big.string()); }),
+               Contains(big.string()) && Contains("1.5 MiB") && Contains("five times its size") &&
+                   Contains("at most 1 MiB per file") && Contains("NNLAB_MAX_DATA_MB=2"));
+
+  // The fallback joins several files: the cap counts them together.
+  const fs::path lic = tmp.path / "licenses";
+  write_text(lic / "A", std::string(600 * 1024, 'a'));
+  write_text(lic / "B", std::string(600 * 1024, 'b'));
+  REQUIRE_THAT(error_of([&] { nn::find_corpus({}, lic.string(), 0.1); }),
+               Contains((lic / "B").string()) && Contains("after 0.586 MiB of other texts"));
+
+  const ScopedEnv raised("NNLAB_MAX_DATA_MB", std::string("2"));
+  REQUIRE(nn::load_corpus(big.string()).text.size() == 1536 * 1024 + 1);
+  REQUIRE(nn::find_corpus({}, lic.string(), 0.1).text.size() == 1200 * 1024);
+}
+
 TEST_CASE("text: $NNLAB_DATA is searched first, in both layouts", "[text]") {
   TempDir tmp("text");
   const fs::path flat = tmp.path / "flat";

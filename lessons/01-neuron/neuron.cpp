@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 
 namespace lesson01 {
 
@@ -747,10 +748,10 @@ void add_options(CLI::App& app, Options& opts) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   app.add_option("--nudge-size", opts.nudge_size, "A nudge is uniform in [-size, +size]")
-      ->check(CLI::Range(1e-6, 100.0))
+      ->check(nn::FiniteRange(1e-6, 100.0))
       ->capture_default_str();
   app.add_option("--lr", opts.lr, "Gradient part: w -= lr * slope")
-      ->check(CLI::Range(1e-6, 1000.0))
+      ->check(nn::FiniteRange(1e-6, 1000.0))
       ->capture_default_str();
   app.add_option("--seeds", opts.seeds, "Gradient part: compare both methods on seeds 1..N (0: skip)")
       ->check(CLI::Range(0, 1000))

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 
 namespace lesson02 {
 
@@ -31,17 +32,17 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--batch-size", o.batch_size, "Images per step")
       ->check(CLI::Range(1, 65536))->capture_default_str()->group(g);
   app.add_option("--lr", o.lr, "Peak learning rate")
-      ->check(CLI::Range(1e-7, 10.0))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(1e-7, 10.0))->capture_default_str()->group(g);
   app.add_option("--lr-min-frac", o.lr_min_frac, "Cosine decay ends at lr * this")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 1.0))->capture_default_str()->group(g);
   app.add_option("--momentum", o.momentum, "SGD momentum")
-      ->check(CLI::Range(0.0, 0.999))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 0.999))->capture_default_str()->group(g);
   app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 1.0))->capture_default_str()->group(g);
   app.add_option("--seed", o.seed, "Seed for initialisation and shuffling (same seed, same run)")
       ->capture_default_str()->group(g);
   app.add_option("--threads", o.threads, "OpenMP threads (0 = OMP_NUM_THREADS or all cores)")
-      ->check(CLI::Range(0, 1024))->capture_default_str()->group(g);
+      ->check(nn::ThreadCount())->capture_default_str()->group(g);
   app.add_option("--limit-train", o.limit_train, "Use only the first N training images (0 = all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str()->group(g);
   app.add_option("--limit-test", o.limit_test, "Use only the first N test images (0 = all)")

@@ -8,6 +8,7 @@
 //   Adam updates every parameter from its gradient      nn/optim.cpp
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -44,6 +45,23 @@ std::string join_sizes(const std::vector<int>& sizes) {
 
 
 
+// The bytes the MLP of `sizes` holds while training on batches of `batch` images: weights
+// and biases with their gradients and Adam's two moments (4 copies), and per image each
+// layer's pre-activation, activation and their gradients. In double: no size overflows.
+double mlp_training_bytes(const std::vector<int>& sizes, int batch) {
+  double params = 0.0, per_image = sizes.front();
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    params += static_cast<double>(sizes[i]) * sizes[i + 1] + sizes[i + 1];
+    per_image += 4.0 * sizes[i + 1];
+  }
+  return 4.0 * (4.0 * params + static_cast<double>(batch) * per_image);
+}
+
+// The input layer is sized from the images (a file): a model this machine cannot be expected
+// to hold is refused before it is allocated (tens of GB end in the kernel killing the
+// process, not in a message).
+constexpr double kMaxModelBytes = 4.0 * 1024 * 1024 * 1024;
+
 }  // namespace
 
 // ---- the training run ---------------------------------------------------------------------
@@ -53,8 +71,10 @@ int run_train_part(const Options& o) {
 
   // Data.
   const std::string dir = nn::find_dataset_dir(o.dataset, o.data_dir);
-  nn::ImageDataset train = nn::load_mnist_split(dir, "train");
-  nn::ImageDataset test = nn::load_mnist_split(dir, "test");
+  // Both splits, checked against each other: the same image size and classes.
+  nn::TrainTest data = nn::load_mnist_train_test(dir);
+  nn::ImageDataset& train = data.train;
+  nn::ImageDataset& test = data.test;
   nn::truncate_dataset(train, o.limit_train);
   nn::truncate_dataset(test, o.limit_test);
   const nn::PixelStats stats = nn::pixel_stats(train);
@@ -71,6 +91,17 @@ int run_train_part(const Options& o) {
   for (int h : o.hidden) cfg.sizes.push_back(h);
   cfg.sizes.push_back(train.num_classes);
   cfg.activation = nn::parse_activation(o.activation);
+  const int eval_batch = 1000;
+  // the largest batch the loaders will hand the model: no more than a split holds
+  const int64_t largest_batch = std::max(std::min<int64_t>(o.batch_size, train.size()),
+                                         std::min<int64_t>(eval_batch, test.size()));
+  const double model_bytes = mlp_training_bytes(cfg.sizes, static_cast<int>(largest_batch));
+  NN_CHECK(model_bytes <= kMaxModelBytes,
+           "an MLP " << join_sizes(cfg.sizes) << " for the " << train.rows << "x" << train.cols << " images of "
+                     << train.images_path << " would hold about " << std::fixed << std::setprecision(1)
+                     << model_bytes / (1024.0 * 1024 * 1024)
+                     << " GiB (weights, gradients, Adam's state, activations), more than the 4 GiB this lesson builds. "
+                        "It is made for 28x28 images: check the dataset, or use smaller --hidden layers or --batch-size");
   nn::Rng rng(o.seed);
   nn::Mlp model(cfg, rng);
   std::vector<nn::Param> params = model.params();
@@ -166,7 +197,13 @@ int run_train_part(const Options& o) {
     train_seconds += epoch_seconds;
     const double train_loss = loss_sum / static_cast<double>(seen);
     const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);
-    test_result = evaluate(model, test, 1000);
+    // The last update of the epoch came after the last loss check: the weights themselves
+    // must be finite before they are evaluated or saved over the previous epoch's.
+    nn::check_params_finite(params, "the weights after epoch " + std::to_string(epoch) +
+                                        " (not saved: the learning rate " + std::to_string(lr) +
+                                        " is probably too high; the last good checkpoint, if any, is kept at " +
+                                        ckpt_path + ")");
+    test_result = evaluate(model, test, eval_batch);
     bar.finish({{"loss", nn::format_fixed(train_loss, 4)},
                 {"acc", nn::format_percent(train_acc)},
                 {"test loss", nn::format_fixed(test_result.loss, 4)},

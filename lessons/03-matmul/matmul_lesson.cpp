@@ -23,6 +23,7 @@
 #include "kernels/harness.h"
 #include "kernels/simd.h"
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 
 namespace lesson03 {
 
@@ -37,7 +38,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--threads", o.threads, "ladder, fusion: thread counts, e.g. --threads 1,2 (default: 1 and all)")
       ->delimiter(',')
-      ->check(CLI::Range(1, 1024));
+      ->check(nn::ThreadCount())
+      ->check(CLI::PositiveNumber);
   app.add_option("--repeats", o.repeats, "Timed runs per case (the median is shown)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 #include "nn/conv.h"
 #include "nn/rng.h"
 
@@ -281,7 +282,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--hidden", o.hidden, "Width of the fully connected layer")
       ->check(CLI::Range(1, 65536))->capture_default_str()->group(g);
   app.add_option("--dropout", o.dropout, "Dropout probability on the fully connected layer")
-      ->check(CLI::Range(0.0, 0.95))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 0.95))->capture_default_str()->group(g);
   app.add_option("--shift", o.shift, "Augmentation: shift training images by up to N pixels")
       ->check(CLI::Range(0, 8))->capture_default_str()->group(g);
   app.add_flag("--flip", o.flip, "Augmentation: flip training images left-right at random")->group(g);
@@ -290,15 +291,15 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--batch-size", o.batch_size, "Images per step")
       ->check(CLI::Range(1, 4096))->capture_default_str()->group(g);
   app.add_option("--lr", o.lr, "Adam's peak learning rate")
-      ->check(CLI::Range(1e-7, 1.0))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(1e-7, 1.0))->capture_default_str()->group(g);
   app.add_option("--lr-min-frac", o.lr_min_frac, "Cosine decay ends at lr * this")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 1.0))->capture_default_str()->group(g);
   app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 1.0))->capture_default_str()->group(g);
   app.add_option("--seed", o.seed, "Seed for initialisation, shuffling, dropout, augmentation")
       ->capture_default_str()->group(g);
   app.add_option("--threads", o.threads, "OpenMP threads (0 = OMP_NUM_THREADS or all cores)")
-      ->check(CLI::Range(0, 1024))->capture_default_str()->group(g);
+      ->check(nn::ThreadCount())->capture_default_str()->group(g);
   app.add_option("--limit-train", o.limit_train, "Use only the first N training images (0 = all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str()->group(g);
   app.add_option("--limit-test", o.limit_test, "Use only the first N test images (0 = all)")

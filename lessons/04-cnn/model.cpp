@@ -3,6 +3,7 @@
 #include "lessons/04-cnn/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <sstream>
 
@@ -46,6 +47,22 @@ int flat_size(const CnnConfig& cfg) {
 }
 
 }  // namespace
+
+double cnn_training_bytes(const CnnConfig& cfg, int batch) {
+  double params = 0.0, per_image = 0.0;
+  double c = cfg.in_channels, h = cfg.height, w = cfg.width;
+  for (int oc : cfg.channels) {
+    params += static_cast<double>(oc) * c * 9.0 + oc;         // conv3x3 weight and bias
+    per_image += (9.0 * c + 6.0 * oc) * h * w;                // im2col, work, pre/act and grads, pool
+    c = oc;
+    h = std::floor(h / 2.0);
+    w = std::floor(w / 2.0);
+  }
+  const double flat = c * h * w;
+  params += flat * cfg.hidden + cfg.hidden + static_cast<double>(cfg.hidden) * cfg.classes + cfg.classes;
+  per_image += 2.0 * flat + 7.0 * cfg.hidden + cfg.classes;  // dflat, the fc buffers, logits
+  return 4.0 * (4.0 * params + static_cast<double>(batch) * per_image);
+}
 
 Cnn::Cnn(CnnConfig cfg, nn::Rng& rng, uint64_t dropout_seed)
     : cfg_(std::move(cfg)),

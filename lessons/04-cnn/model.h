@@ -49,6 +49,13 @@ struct ConvBlock {
   nn::Tensor dpool;            // gradient of pool (B,C,H/2,W/2)
 };
 
+// The bytes a Cnn of `cfg` holds while training on batches of `batch` images: parameters with
+// their gradients and Adam's two moments (4 copies), and per image every block's buffers
+// (pre, act, their gradients, pool, its gradient, argmax, im2col's column and work matrix:
+// under (9 C_in + 6 C_out) H W floats) and fc1's. In double, so that no size overflows:
+// programs check it before building the model (the image size comes from a file).
+double cnn_training_bytes(const CnnConfig& cfg, int batch);
+
 class Cnn {
  public:
   Cnn(CnnConfig cfg, nn::Rng& rng, uint64_t dropout_seed);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "lessons/04-cnn/cnn.h"
@@ -21,6 +22,7 @@
 #include "nn/checkpoint.h"
 #include "nn/classify.h"
 #include "nn/dataset.h"
+#include "nn/numbers.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
 #include "nn/progress.h"
@@ -168,8 +170,10 @@ struct Data {
 Data load_data(const Options& o) {
   Data d;
   d.dir = nn::find_dataset_dir(o.dataset, o.data_dir);
-  d.train = nn::load_mnist_split(d.dir, "train");
-  d.test = nn::load_mnist_split(d.dir, "test");
+  // Both splits, checked against each other: the same image size and classes.
+  nn::TrainTest both = nn::load_mnist_train_test(d.dir);
+  d.train = std::move(both.train);
+  d.test = std::move(both.test);
   nn::truncate_dataset(d.train, o.limit_train);
   nn::truncate_dataset(d.test, o.limit_test);
   d.stats = nn::pixel_stats(d.train);
@@ -181,6 +185,22 @@ Data load_data(const Options& o) {
   return d;
 }
 
+// The model is sized from the images (a file) and the flags: one that needs more memory than
+// a student's machine can be expected to have is refused before anything is allocated (an
+// allocation of tens of GB ends in the kernel killing the process, not in a message).
+constexpr double kMaxModelBytes = 4.0 * 1024 * 1024 * 1024;
+
+void check_model_size(const CnnConfig& cfg, int batch, const std::string& images) {
+  const double bytes = cnn_training_bytes(cfg, batch);
+  NN_CHECK(bytes <= kMaxModelBytes,
+           "a CNN for the " << cfg.height << "x" << cfg.width << " images of " << images << " with --channels "
+                            << join_ints(cfg.channels) << ", --hidden " << cfg.hidden << " and batches of " << batch
+                            << " would hold about " << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024 * 1024)
+                            << " GiB (weights, gradients, Adam's state, activations), more than the 4 GiB this lesson "
+                               "builds. It is made for 28x28 images: check the dataset, or use fewer --channels, a "
+                               "smaller --hidden or --batch-size");
+}
+
 std::string describe(const CnnConfig& cfg, int flat) {
   std::ostringstream os;
   os << "CNN " << cfg.in_channels << "x" << cfg.height << "x" << cfg.width;
@@ -189,6 +209,54 @@ std::string describe(const CnnConfig& cfg, int flat) {
   if (cfg.dropout > 0.0f) os << ", dropout " << cfg.dropout;
   os << " -> fc " << cfg.classes;
   return os.str();
+}
+
+// What part eval takes from a checkpoint's metadata, each value checked: the pixel
+// statistics (finite, std > 0), the epoch, and that the model, widths and dataset it names
+// are the ones the flags describe. A key this lesson writes but the file lacks is fine (an
+// older checkpoint); a value that does not parse or does not fit is an nn::Error naming
+// the file and the key.
+struct CheckpointFacts {
+  bool has_stats = false;
+  nn::PixelStats stats;
+  long long epoch = 0;  // 0: not recorded
+};
+
+CheckpointFacts checkpoint_facts(const std::map<std::string, std::string>& meta, const std::string& path,
+                                 const Options& o, const CnnConfig& cfg) {
+  auto key = [&](const std::string& k) { return "checkpoint " + path + " metadata '" + k + "'"; };
+  auto has = [&](const std::string& k) { return meta.count(k) == 1; };
+  CheckpointFacts f;
+  if (has("model")) {
+    NN_CHECK(meta.at("model") == "cnn", key("model") << " is '" << meta.at("model")
+                                                     << "', not 'cnn': it is not a lesson-04 CNN (a lesson-02 MLP?)");
+  }
+  if (has("channels")) {
+    NN_CHECK(meta.at("channels") == join_ints(cfg.channels),
+             key("channels") << " is '" << meta.at("channels") << "' but the flags say --channels "
+                             << join_ints(cfg.channels) << ": pass the widths it was trained with");
+  }
+  if (has("hidden")) {
+    NN_CHECK(nn::parse_int(meta.at("hidden"), key("hidden"), 1, 65536) == cfg.hidden,
+             key("hidden") << " is " << meta.at("hidden") << " but the flags say --hidden " << cfg.hidden
+                           << ": pass the width it was trained with");
+  }
+  if (has("dataset")) {
+    NN_CHECK(meta.at("dataset") == o.dataset, key("dataset") << " is '" << meta.at("dataset") << "' but --dataset is "
+                                                             << o.dataset << ": evaluate it on the data it learned");
+  }
+  if (has("epoch")) f.epoch = nn::parse_int(meta.at("epoch"), key("epoch"), 1, 1000000);
+  if (has("test_accuracy")) nn::parse_finite(meta.at("test_accuracy"), key("test_accuracy"), 0.0, 1.0);
+  NN_CHECK(has("pixel_mean") == has("pixel_std"),
+           "checkpoint " << path << " has only one of 'pixel_mean' and 'pixel_std' in its metadata: both or neither");
+  if (has("pixel_mean")) {
+    // Standardised pixels are (p - mean) / std with p in [0, 1]: the mean lies in [0, 1],
+    // and a std of 0 (or less) would divide by nothing.
+    f.stats.mean = static_cast<float>(nn::parse_finite(meta.at("pixel_mean"), key("pixel_mean"), 0.0, 1.0));
+    f.stats.std = static_cast<float>(nn::parse_finite(meta.at("pixel_std"), key("pixel_std"), 1e-6, 1.0));
+    f.has_stats = true;
+  }
+  return f;
 }
 
 }  // namespace
@@ -202,6 +270,11 @@ int run_train_part(const Options& o) {
   nn::ImageDataset& test = data.test;
 
   const CnnConfig cfg = config_from(o, train);
+  // the largest batch the loaders will hand the model: no more than a split holds
+  check_model_size(cfg,
+                   static_cast<int>(std::max(std::min<int64_t>(o.batch_size, train.size()),
+                                             std::min<int64_t>(kEvalBatch, test.size()))),
+                   train.images_path);
   nn::Rng rng(o.seed);
   Cnn model(cfg, rng, /*dropout_seed=*/o.seed + 1);
   std::vector<nn::Param> params = model.params();
@@ -284,6 +357,12 @@ int run_train_part(const Options& o) {
     train_seconds += epoch_seconds;
     const double train_loss = loss_sum / static_cast<double>(seen);
     const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);
+    // The last update of the epoch came after the last loss check: the weights themselves
+    // must be finite before they are evaluated or saved over the previous epoch's.
+    nn::check_params_finite(params, "the weights after epoch " + std::to_string(epoch) +
+                                        " (not saved: the learning rate " + std::to_string(lr) +
+                                        " is probably too high; the last good checkpoint, if any, is kept at " +
+                                        ckpt_path + ")");
     test_result = evaluate(model, test);
     bar.finish({{"loss", nn::format_fixed(train_loss, 4)},
                 {"acc", nn::format_percent(train_acc)},
@@ -334,19 +413,22 @@ int run_eval_part(const Options& o) {
   // or a CNN with other widths, stops here with a message naming the difference.
   Data data = load_data(o);
   const CnnConfig cfg = config_from(o, data.train);
+  check_model_size(cfg, static_cast<int>(std::min<int64_t>(kEvalBatch, data.test.size())), data.train.images_path);
   nn::Rng rng(o.seed);
   Cnn model(cfg, rng, o.seed + 1);
   const std::map<std::string, std::string> meta = nn::load_params(path, model.params());
+  // A checkpoint is input like any other: its weights must be finite and every metadata
+  // value this part uses must parse and make sense, each refusal naming the file and key.
+  nn::check_params_finite(model.params(), "checkpoint " + path);
+  const CheckpointFacts facts = checkpoint_facts(meta, path, o, cfg);
   std::cout << "model     " << describe(cfg, model.flat_features()) << ", loaded from " << path;
-  if (meta.count("epoch")) std::cout << " (epoch " << meta.at("epoch") << ")";
+  if (facts.epoch > 0) std::cout << " (epoch " << facts.epoch << ")";
   std::cout << "\n";
   // The checkpoint's own pixel statistics, when it has them: the model was trained on
   // inputs standardised with those, and --limit-train may have changed ours.
-  if (meta.count("pixel_mean") && meta.count("pixel_std")) {
-    const nn::PixelStats saved{std::stof(meta.at("pixel_mean")), std::stof(meta.at("pixel_std"))};
-    NN_CHECK(saved.std > 0.0f, path << ": pixel_std " << saved.std << " is not positive");
+  if (facts.has_stats) {
     for (float& p : data.test.images.span()) {
-      p = ((p * data.stats.std + data.stats.mean) - saved.mean) / saved.std;
+      p = ((p * data.stats.std + data.stats.mean) - facts.stats.mean) / facts.stats.std;
     }
   }
   std::filesystem::create_directories(o.out_dir);

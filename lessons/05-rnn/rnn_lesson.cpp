@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 #include "nn/recurrent.h"
 #include "nn/rng.h"
 
@@ -26,15 +27,15 @@ void add_seq_flags(CLI::App& app, SeqFlags& f, const std::string& default_out_di
   app.add_option("--batch-size", f.batch_size, "Parallel streams per step (0: 32 for chars, 16 for plant)")
       ->check(CLI::Range(0, 65536))->group(g);
   app.add_option("--lr", f.lr, "Peak Adam learning rate (0: 3e-3 for chars, 1e-2 for plant)")
-      ->check(CLI::Range(0.0, 10.0))->group(g);
+      ->check(nn::FiniteRange(0.0, 10.0))->group(g);
   app.add_option("--iters", f.iters, "Optimizer steps (default: 2000 for chars, 3000 for plant)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}))->group(g);
   app.add_option("--budget", f.budget_s,
                  "Also stop after this many seconds of training (0: no limit; the run then depends "
                  "on the machine's speed)")
-      ->check(CLI::Range(0.0, 1e7))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 1e7))->capture_default_str()->group(g);
   app.add_option("--clip", f.clip, "Clip the global gradient norm to this (0: no clipping)")
-      ->check(CLI::Range(0.0, 1e6))->capture_default_str()->group(g);
+      ->check(nn::FiniteRange(0.0, 1e6))->capture_default_str()->group(g);
   app.add_option("--eval-every", f.eval_every, "Iterations between validation passes (0: the part's default)")
       ->check(CLI::Range(0, 100000000))->group(g);
   app.add_option("--seed", f.seed, "Seed for the weights and the sampling (same seed, same run)")
@@ -44,9 +45,12 @@ void add_seq_flags(CLI::App& app, SeqFlags& f, const std::string& default_out_di
   app.add_option("--corpus", f.corpus,
                  "Text file to train on (default: Tiny Shakespeare if found, else the Debian licence texts)")
       ->group(c);
-  app.add_option("--prompt", f.prompt, "Text the sample starts from")->capture_default_str()->group(c);
+  app.add_option("--prompt", f.prompt, "Text the sample starts from")
+      ->each([&f](const std::string&) { f.prompt_given = true; })
+      ->capture_default_str()
+      ->group(c);
   app.add_option("--temperature", f.temperature, "Sampling temperature (0: always the likeliest character)")
-      ->check(CLI::Range(0.0, 100.0))->capture_default_str()->group(c);
+      ->check(nn::FiniteRange(0.0, 100.0))->capture_default_str()->group(c);
   app.add_option("--sample-len", f.sample_len, "Characters to generate")
       ->check(CLI::Range(0, 1000000))->capture_default_str()->group(c);
   auto* p = "Plant (part plant)";
@@ -94,6 +98,7 @@ seqlab::CharOptions char_options(const SeqFlags& f, const std::string& cell) {
   if (f.quick) o.eval_chunks = 10;
   o.corpus = f.corpus;
   o.prompt = f.prompt;
+  o.prompt_given = f.prompt_given;
   o.temperature = f.temperature;
   o.sample_len = f.quick ? std::min(f.sample_len, 120) : f.sample_len;
   return o;

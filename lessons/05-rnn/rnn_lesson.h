@@ -36,6 +36,7 @@ struct SeqFlags {
   // chars
   std::string corpus;
   std::string prompt = "ROMEO:";
+  bool prompt_given = false;  // set when --prompt is on the command line
   float temperature = 0.8f;
   int sample_len = 500;
   // plant

@@ -14,6 +14,7 @@
 
 #include "nn/check.h"
 #include "nn/checkpoint.h"
+#include "nn/classify.h"
 #include "nn/gradcheck.h"
 #include "nn/ops.h"
 #include "nn/plant.h"
@@ -143,6 +144,13 @@ std::vector<CurvePoint> train_loop(SeqModel& model, const TrainOptions& o, const
       p.seconds = train_seconds;
       p.train_loss = loss_sum / static_cast<double>(loss_count);
       p.val_loss = loop.validate();
+      // Adam's update came after the loss check: never save (or report) weights that
+      // turned into NaN or infinity in it.
+      const std::string not_saved = "at iteration " + std::to_string(it) + " (not saved: lower --lr, now " +
+                                    std::to_string(o.lr) + ", or keep --clip on; the last checkpoint in " +
+                                    o.out_dir + " is from before this happened)";
+      nn::check_params_finite(params, "the weights " + not_saved);
+      NN_CHECK(std::isfinite(p.val_loss), "the validation loss became " << p.val_loss << " " << not_saved);
       curve.push_back(p);
       loss_sum = 0.0;
       loss_count = 0;
@@ -223,7 +231,22 @@ CharResult run_char_task(const CharOptions& o, std::ostream& os) {
   os << "corpus    " << corpus.description << "\n"
      << "          " << corpus.text.size() << " characters, vocabulary of " << V << ", "
      << corpus.train.size() << " for training, " << corpus.val.size() << " for validation\n";
-  // A clear error now, not after the model is built: the training text must fill a chunk.
+  // Clear errors now, not after the model is built or trained: the sample's prompt must be
+  // made of the text's characters (a prompt given on the command line), or the default one
+  // gives way to a newline, and the training text must fill a chunk.
+  std::string prompt = o.prompt;
+  for (size_t i = 0; i < o.prompt.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(o.prompt[i]);
+    if (corpus.vocab.contains(ch)) continue;
+    NN_CHECK(!o.prompt_given, "--prompt \"" << o.prompt << "\": its character " << i << " (byte " << static_cast<int>(ch)
+                                            << ") never occurs in " << corpus.path
+                                            << ", so the model could not read it: pass a --prompt made of the text's "
+                                               "characters, or --prompt \"\" to start from a newline");
+    os << "note      the default prompt \"" << o.prompt << "\" has characters this text never has: the sample "
+       << "starts from a newline (in a text without one, its first character) instead; choose a prompt with --prompt\n";
+    prompt.clear();
+    break;
+  }
   nn::StreamBatcher batcher(corpus.train, o.batch_size, o.seq_len);
   const int val_B = static_cast<int>(std::min<int64_t>(
       o.batch_size, (static_cast<int64_t>(corpus.val.size()) - 1) / o.seq_len));
@@ -250,6 +273,7 @@ CharResult run_char_task(const CharOptions& o, std::ostream& os) {
                                                    {"vocab", hex_of(corpus.vocab.chars)}};
   if (!o.load.empty()) {
     const auto loaded = nn::load_params(o.load, params);  // names and shapes must match
+    nn::check_params_finite(params, "checkpoint " + o.load);
     const auto it = loaded.find("vocab");
     NN_CHECK(it != loaded.end() && it->second == meta.at("vocab"),
              "checkpoint " << o.load << " was trained on another vocabulary than " << corpus.path
@@ -314,13 +338,15 @@ CharResult run_char_task(const CharOptions& o, std::ostream& os) {
        << fixed(1000.0 * r.seconds / static_cast<double>(r.iters), 1) << " ms/iteration)\n";
   } else {
     r.val_loss = validate();
+    NN_CHECK(std::isfinite(r.val_loss), "the validation loss is " << r.val_loss << " (no training: --iters 0)"
+                                            << (o.load.empty() ? "" : ": is the checkpoint " + o.load + " damaged?"));
     os << "result    validation loss " << fixed(r.val_loss) << " nats/char (no training: --iters 0)\n";
   }
 
   nn::Rng sample_rng(o.seed + 1);
-  r.sample = sample_text(model, corpus.vocab, o.prompt, o.sample_len, o.temperature, sample_rng);
+  r.sample = sample_text(model, corpus.vocab, prompt, o.sample_len, o.temperature, sample_rng);
   std::ofstream(stem + "_sample.txt") << r.sample << "\n";
-  os << "sample    (temperature " << o.temperature << ", prompt \"" << o.prompt << "\")\n"
+  os << "sample    (temperature " << o.temperature << ", prompt \"" << prompt << "\")\n"
      << "----------------------------------------------------------------\n"
      << r.sample << "\n"
      << "----------------------------------------------------------------\n"
@@ -495,6 +521,7 @@ PlantResult run_plant_task(const PlantOptions& o, std::ostream& os) {
   std::filesystem::create_directories(o.out_dir);
   if (!o.load.empty()) {
     nn::load_params(o.load, params);
+    nn::check_params_finite(params, "checkpoint " + o.load);
     os << "loaded    " << o.load << "\n";
   }
 

@@ -91,6 +91,8 @@ struct CurvePoint {
 struct CharOptions : TrainOptions {
   std::string corpus;             // a text file; default: Tiny Shakespeare, else a Debian text
   std::string prompt = "ROMEO:";
+  bool prompt_given = true;       // false: `prompt` is the lesson's default, and a text without its
+                                  // characters samples from a newline instead (said so), not an error
   float temperature = 0.8f;
   int sample_len = 500;
   int eval_chunks = 0;            // validation chunks per pass (0: the whole validation text)

@@ -11,6 +11,7 @@
 
 #include "lessons/05-rnn/seq_tasks.h"
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 #include "nn/recurrent.h"
 #include "nn/rng.h"
 
@@ -23,7 +24,7 @@ void add_options(CLI::App& app, Options& o) {
   lesson05::add_seq_flags(app, o.flags, "out/lesson06");
   app.add_option("--compare-budget", o.compare_budget_s,
                  "Part compare: seconds of training for each character model (the same for both)")
-      ->check(CLI::Range(1.0, 1e7))->capture_default_str()->group("Comparison (part compare)");
+      ->check(nn::FiniteRange(1.0, 1e7))->capture_default_str()->group("Comparison (part compare)");
   app.add_option("--dead-times", o.dead_times, "Part compare: plant dead times to try")
       ->check(CLI::Range(0, 10000))->capture_default_str()->group("Comparison (part compare)");
 }

@@ -62,10 +62,15 @@ std::string grouped(i64 v) {
   return v < 0 ? "-" + out : out;
 }
 
-std::string mib(i64 bytes) {
+// Bytes in MiB, or in TiB from 1 TiB up (a GPT-3-sized run's table stays readable).
+std::string size_text(i64 bytes) {
   std::ostringstream os;
   const double m = static_cast<double>(bytes) / (1024.0 * 1024.0);
-  os << std::fixed << std::setprecision(m < 10 ? 2 : 1) << m << " MiB";
+  if (m >= 1024.0 * 1024.0) {
+    os << std::fixed << std::setprecision(1) << m / (1024.0 * 1024.0) << " TiB";
+  } else {
+    os << std::fixed << std::setprecision(m < 10 ? 2 : 1) << m << " MiB";
+  }
   return os.str();
 }
 
@@ -154,7 +159,28 @@ int64_t attention_map_floats(const gpt::GPTConfig& c, int B, int T) {
   return 2 * static_cast<i64>(c.n_layer) * B * c.n_head * static_cast<i64>(T) * T;
 }
 
+double memory_bytes_upper_bound(const gpt::GPTConfig& c, int B, int T) {
+  const double L = c.n_layer, C = c.n_embd, NH = c.n_head, V = c.vocab_size, maxT = c.block_size;
+  const double b = B, t = T;
+  // parameters: wte V C, wpe maxT C, per layer 12 C^2 + 13 C (weights and biases), lnf 2C
+  const double P = V * C + maxT * C + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+  // activations: per token (with the dropout masks), the attention maps, one layer's scratch
+  const double per_token = C + L * (20.0 * C + 4.0) + 3.0 * C + 2.0 * V + 3.0;
+  const double maps = 2.0 * L * b * NH * t * t;
+  const double scratch = b * t * (15.0 * C + V) + 2.0 * b * NH * t * t;
+  return 4.0 * (4.0 * P + b * t * per_token + maps + scratch);  // float32: 4 bytes each
+}
+
+bool memory_countable(const gpt::GPTConfig& c, int B, int T) {
+  return memory_bytes_upper_bound(c, B, T) < std::ldexp(1.0, 62);
+}
+
 std::vector<MemoryRow> memory_table(const gpt::GPTConfig& c, int B, int T) {
+  NN_CHECK(memory_countable(c, B, T),
+           "B=" << B << " T=" << T << " with " << describe(c) << " would hold about " << std::scientific
+                << std::setprecision(2) << memory_bytes_upper_bound(c, B, T) << std::defaultfloat
+                << " bytes, more than 64-bit byte counts hold (2^62 = 4.6e18, with a margin): no machine has "
+                   "that memory; choose a smaller --batch-size, --block-size, --n-layer or --n-embd");
   const gpt::MemoryBreakdown m = gpt::memory_breakdown(c, B, T);
   const i64 f = static_cast<i64>(sizeof(float));
   const i64 per_token = activation_floats_per_token(c) * B * T * f;
@@ -210,7 +236,7 @@ int run_shapes_part(const Options& opts) {
        << "\n";
     total += s.numel;
   }
-  os << "  total " << grouped(total) << " parameters (" << mib(total * 4) << "); without wpe (the N of 6N): "
+  os << "  total " << grouped(total) << " parameters (" << size_text(total * 4) << "); without wpe (the N of 6N): "
      << grouped(gpt::num_parameters_non_embedding(cfg)) << "\n";
   os << "  wte is used twice: it embeds the input tokens AND scores the output (tied head, logits = lnf wte^T)\n\n";
 
@@ -237,9 +263,9 @@ int run_shapes_part(const Options& opts) {
     listed += n * 4;
   }
   const gpt::MemoryBreakdown mem = gpt::memory_breakdown(cfg, B, T);
-  os << "  listed " << mib(listed) << "; kept too but not listed (LayerNorm means and 1/std, the pre-softmax scores "
+  os << "  listed " << size_text(listed) << "; kept too but not listed (LayerNorm means and 1/std, the pre-softmax scores "
      << "preatt (B, NH, T, T) per layer" << (cfg.dropout > 0.0f ? ", the dropout masks" : "") << "): "
-     << mib(mem.activations - listed) << "; all activations " << mib(mem.activations) << "\n\n";
+     << size_text(mem.activations - listed) << "; all activations " << size_text(mem.activations) << "\n\n";
 
   const double uniform = std::log(static_cast<double>(cfg.vocab_size));
   os << "loss = mean of losses (B, T) = " << fixed(model.mean_loss, 4) << "   (log V = " << fixed(uniform, 4)
@@ -248,7 +274,7 @@ int run_shapes_part(const Options& opts) {
   const float norm = gpt::gpt_clip_grad_norm(model, *be, 0.0f);  // 0: measure, do not clip
   os << "backward: one gradient per parameter (" << grouped(model.num_params) << " floats, same layout), global norm "
      << fixed(norm, 4) << "; activation gradients live in a scratch of ONE layer ("
-     << mib(mem.scratch) << "), reused from layer L-1 down to 0\n";
+     << size_text(mem.scratch) << "), reused from layer L-1 down to 0\n";
   return 0;
 }
 
@@ -264,11 +290,11 @@ void print_memory(std::ostream& os, const std::string& title, const gpt::GPTConf
   for (const MemoryRow& r : rows) total += r.bytes;
   for (const MemoryRow& r : rows) {
     os << "  " << std::left << std::setw(30) << r.what << std::setw(32) << r.formula << std::right << std::setw(15)
-       << grouped(r.bytes) << " B " << std::setw(11) << mib(r.bytes) << std::setw(6)
+       << grouped(r.bytes) << " B " << std::setw(11) << size_text(r.bytes) << std::setw(6)
        << fixed(100.0 * static_cast<double>(r.bytes) / static_cast<double>(total), 0) << "%\n";
   }
   os << "  " << std::left << std::setw(62) << "total" << std::right << std::setw(15) << grouped(total) << " B "
-     << std::setw(11) << mib(total) << "\n\n";
+     << std::setw(11) << size_text(total) << "\n\n";
 }
 
 }  // namespace
@@ -292,11 +318,17 @@ int run_memory_part(const Options& opts) {
   for (const auto& [b, t] : sizes) {
     gpt::GPTConfig c = cfg;
     c.block_size = t;
+    if (!memory_countable(c, b, t)) {
+      // Counting this row in int64 would overflow: say so instead of printing a wrapped number.
+      os << "  " << std::setw(5) << b << std::setw(6) << t << "  about " << std::scientific << std::setprecision(2)
+         << memory_bytes_upper_bound(c, b, t) << std::defaultfloat << " bytes: beyond 64-bit byte counts\n";
+      continue;
+    }
     const gpt::MemoryBreakdown m = gpt::memory_breakdown(c, b, t);
     const i64 maps = attention_map_floats(c, b, t) * 4;
-    os << "  " << std::setw(5) << b << std::setw(6) << t << std::setw(19) << mib(m.params + m.grads + m.adam)
-       << std::setw(14) << mib(m.activations - maps) << std::setw(16) << mib(maps) << std::setw(12) << mib(m.scratch)
-       << std::setw(12) << mib(m.total()) << "\n";
+    os << "  " << std::setw(5) << b << std::setw(6) << t << " " << std::setw(18) << size_text(m.params + m.grads + m.adam)
+       << " " << std::setw(13) << size_text(m.activations - maps) << " " << std::setw(15) << size_text(maps) << " "
+       << std::setw(11) << size_text(m.scratch) << " " << std::setw(11) << size_text(m.total()) << "\n";
   }
   os << "  doubling B doubles every activation; doubling T doubles the per-token part and QUADRUPLES the\n"
         "  attention maps (B NH T^2 per layer). The weights and the optimizer do not care about B or T.\n"

@@ -65,6 +65,14 @@ int64_t activation_floats_per_token(const gpt::GPTConfig& c);
 // The attention maps preatt and att: 2 * L * B * NH * T^2 floats.
 int64_t attention_map_floats(const gpt::GPTConfig& c, int B, int T);
 
+// The bytes of a training run at (B, T) in double (an upper bound of memory_breakdown's
+// total: dropout masks and biases counted whatever the config), so that a size too large
+// for 64-bit byte counts is found before anything is counted in int64.
+double memory_bytes_upper_bound(const gpt::GPTConfig& c, int B, int T);
+// True when every byte count of memory_breakdown(c, B, T) fits in int64 with a 2x margin
+// (total < 2^62 bytes, 4 EiB). memory_table refuses (nn::Error naming the sizes) otherwise.
+bool memory_countable(const gpt::GPTConfig& c, int B, int T);
+
 // PaLM's FLOPs per token split into its two terms; dense + attention == flops_per_token.
 struct FlopsPerToken {
   int64_t n_params = 0;   // N: non-embedding parameters (all but wpe)

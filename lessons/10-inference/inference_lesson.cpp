@@ -12,6 +12,7 @@
 #include "gpt/backend.h"
 #include "kernels/harness.h"
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 #include "nn/text.h"
 
 namespace lesson10 {
@@ -25,7 +26,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--backend", o.backend, "naive, cpu or cuda (cuda: a GPU, or the emulator with NNLAB_DEVICE=emu)")
       ->check(CLI::IsMember({"naive", "cpu", "cuda"}))
       ->capture_default_str();
-  app.add_option("--threads", o.threads, "OpenMP threads (0: the default)")->check(CLI::Range(0, 1024))->capture_default_str();
+  app.add_option("--threads", o.threads, "OpenMP threads (0: the default)")->check(nn::ThreadCount())->capture_default_str();
   app.add_flag("--quick", o.quick, "Small models and few tokens (seconds; also NNLAB_QUICK=1)");
   app.add_option("--data", o.data, "Text corpus (default: Tiny Shakespeare, else a Debian text)");
   app.add_option("--out-dir", o.out_dir, "Where the trained models are kept (<out-dir>/<role>/best.safetensors)")

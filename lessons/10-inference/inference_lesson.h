@@ -89,4 +89,38 @@ std::string machine_json(const Options& opts);
 // A backend other than cpu writes lesson10-<part>-<backend>.json (the GPU's law beside the CPU's).
 void write_part_json(const Options& opts, const std::string& part, const std::string& json);
 
+// ---- what the parts conclude, computed from what they measured ------------------------
+// Every sentence a part prints about its figures comes from these functions, which take the
+// measured numbers and say what they show, whichever way they come out (tests feed them
+// numbers both ways): a conclusion written in advance would be wrong on the next machine.
+
+// part speculative: the tokens to generate, `requested` or (0) as many as fit; a prompt,
+// the tokens and k drafted tokens must fit the models' context of `positions`. nn::Error
+// saying what the context holds and needs, when nothing fits or `requested` does not.
+int speculative_tokens(int positions, int prompt_len, int max_k, int requested);
+
+// part kv: one measured context.
+struct KvPoint {
+  int context = 0;
+  double ms_cache = 0.0, ms_nocache = 0.0;
+};
+// What the kv table shows: how much each column grew from the shortest to the longest context.
+std::vector<std::string> kv_conclusions(const std::vector<KvPoint>& rows);
+
+// part law: one model in one format at batch 1, and one batch size on the mid-size model.
+struct LawPoint {
+  std::string model, format;
+  double params = 0.0, bytes_per_token = 0.0, tokens_per_s = 0.0, fraction = 0.0;  // fraction of the law
+  bool in_cache = false;  // the packed weights fit in the last-level cache
+};
+struct BatchPoint {
+  std::string format;
+  int batch = 0;
+  double steps_per_s = 0.0;
+};
+// "Where the law holds and where it breaks": models beyond and within the last-level cache
+// (`llc_bytes`), the smallest model's formats, and batch > 1, each judged from the points.
+std::vector<std::string> law_conclusions(const std::vector<LawPoint>& points, const std::vector<BatchPoint>& batch,
+                                         double llc_bytes);
+
 }  // namespace lesson10

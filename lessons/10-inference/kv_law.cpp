@@ -7,8 +7,9 @@
 //   law  At batch 1 a decode step reads every weight once and does 2 FLOPs with it: far
 //        below any machine's FLOPs per byte, so its time is bytes / bandwidth and
 //            tokens/s = bandwidth / bytes of weights per token.
-//        Smaller weights (bf16, int8, int4) are faster in proportion; a batch of B sequences
-//        reads the weights once for B tokens, so tokens/s grows ~B while steps/s barely falls.
+//        Smaller weights (bf16, int8, int4) should be faster in proportion, and a batch of B
+//        sequences reads the weights once for B tokens. Where that holds on the machine at
+//        hand, and where it breaks, is computed from the measurements (law_conclusions).
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -98,6 +99,171 @@ std::string mib(double bytes) { return fmt(bytes / (1 << 20), bytes < (1 << 20) 
 
 }  // namespace
 
+// ---- conclusions from the measurements -------------------------------------------------------
+
+namespace {
+
+std::string times(double ratio) { return fmt(ratio, ratio < 0.1 ? 3 : ratio < 10 ? 1 : 0) + "x"; }
+
+}  // namespace
+
+std::vector<std::string> kv_conclusions(const std::vector<KvPoint>& rows) {
+  std::vector<std::string> out;
+  if (rows.size() < 2) return out;
+  const KvPoint& a = rows.front();
+  const KvPoint& b = rows.back();
+  const double grew_cache = b.ms_cache / a.ms_cache;
+  const double grew_nocache = b.ms_nocache / a.ms_nocache;
+  out.push_back("Measured here, from T = " + std::to_string(a.context) + " to T = " + std::to_string(b.context) + " (" +
+                times(static_cast<double>(b.context) / a.context) + " the context): ms/token grew " + times(grew_cache) +
+                " with the cache and " + times(grew_nocache) + " without;");
+  if (grew_nocache > 2.0 * grew_cache) {
+    out.push_back("the cached cost grows far more slowly, as the count above says, and at T = " + std::to_string(b.context) +
+                  " the cache is " + times(b.ms_nocache / b.ms_cache) + " faster.");
+  } else {
+    out.push_back("the two columns grew alike here (the no-cache cost less than twice as fast): at these sizes the count "
+                  "above does not describe this machine's times; at T = " + std::to_string(b.context) + " the cache is " +
+                  times(b.ms_nocache / b.ms_cache) + " faster.");
+  }
+  return out;
+}
+
+std::vector<std::string> law_conclusions(const std::vector<LawPoint>& points, const std::vector<BatchPoint>& batch,
+                                         double llc_bytes) {
+  std::vector<std::string> out;
+  const std::string llc = mib(llc_bytes);
+  std::vector<const LawPoint*> dram, cache;
+  for (const LawPoint& p : points) (p.in_cache ? cache : dram).push_back(&p);
+
+  // 1. beyond the cache: what the law is about
+  if (dram.empty()) {
+    out.push_back("  - no model here is larger than the last-level cache (" + llc +
+                  "): the DRAM law was not tested (larger models would test it).");
+  } else {
+    double lo = dram.front()->fraction, hi = lo;
+    double largest = 0.0;
+    for (const LawPoint* p : dram) {
+      lo = std::min(lo, p->fraction);
+      hi = std::max(hi, p->fraction);
+      largest = std::max(largest, p->params);
+    }
+    const LawPoint* fp32 = nullptr;
+    const LawPoint* int4 = nullptr;
+    std::string name, per_format;
+    for (const LawPoint* p : dram) {
+      if (p->params != largest) continue;
+      name = p->model;
+      per_format += (per_format.empty() ? "" : ", ") + p->format + " " + fmt(p->fraction, 2);
+      if (p->format == "fp32") fp32 = p;
+      if (p->format == "int4") int4 = p;
+    }
+    out.push_back("  - models beyond the last-level cache (" + llc + "), whose every step streams the weights from DRAM: " +
+                  std::to_string(dram.size()) + " points at " + fmt(lo, 2) + " to " + fmt(hi, 2) +
+                  " of the law; the largest, " + name + ": " + per_format + ".");
+    if (fp32 != nullptr && int4 != nullptr) {
+      const double fewer = fp32->bytes_per_token / int4->bytes_per_token;
+      const double faster = int4->tokens_per_s / fp32->tokens_per_s;
+      if (int4->fraction < 0.5 * fp32->fraction) {
+        out.push_back("    int4 read " + times(fewer) + " fewer bytes than fp32 there but ran only " + times(faster) +
+                      " as fast: its unpacking, not the bytes, limits it on this machine.");
+      } else {
+        out.push_back("    int4 read " + times(fewer) + " fewer bytes than fp32 there and ran " + times(faster) +
+                      " as fast: it keeps up with the bytes it saves.");
+      }
+    }
+  }
+
+  // 2. within the cache: read from cache after the first step, faster than DRAM
+  if (!cache.empty()) {
+    const LawPoint* best = cache.front();
+    for (const LawPoint* p : cache) {
+      if (p->fraction > best->fraction) best = p;
+    }
+    if (best->fraction > 1.0) {
+      out.push_back("  - models whose weights fit in the last-level cache (" + llc +
+                    ") are read from the cache after the first step and beat the DRAM law: up to " +
+                    fmt(best->fraction, 2) + " of it (" + best->model + " " + best->format + ").");
+    } else {
+      out.push_back("  - models whose weights fit in the last-level cache (" + llc +
+                    ") did NOT beat the DRAM law here: the highest fraction among them is " + fmt(best->fraction, 2) +
+                    " (" + best->model + " " + best->format + "). Faster reads from the cache did not make up for "
+                    "what else a step costs.");
+    }
+  }
+
+  // 3. the smallest model: do its formats' bytes still set its speed?
+  if (!points.empty()) {
+    double smallest = points.front().params;
+    for (const LawPoint& p : points) smallest = std::min(smallest, p.params);
+    const LawPoint* most_bytes = nullptr;
+    const LawPoint* fewest_bytes = nullptr;
+    double tps_lo = 0.0, tps_hi = 0.0;
+    for (const LawPoint& p : points) {
+      if (p.params != smallest) continue;
+      if (most_bytes == nullptr) {
+        most_bytes = fewest_bytes = &p;
+        tps_lo = tps_hi = p.tokens_per_s;
+      }
+      if (p.bytes_per_token > most_bytes->bytes_per_token) most_bytes = &p;
+      if (p.bytes_per_token < fewest_bytes->bytes_per_token) fewest_bytes = &p;
+      tps_lo = std::min(tps_lo, p.tokens_per_s);
+      tps_hi = std::max(tps_hi, p.tokens_per_s);
+    }
+    const double fewer = most_bytes->bytes_per_token / fewest_bytes->bytes_per_token;
+    const double faster = fewest_bytes->tokens_per_s / most_bytes->tokens_per_s;
+    if (fewer >= 2.0) {
+      const std::string what = "  - the smallest model, " + most_bytes->model + ": " + fewest_bytes->format + " reads " +
+                               times(fewer) + " fewer bytes per token than " + most_bytes->format + " and ran " +
+                               times(faster) + " as fast";
+      if (faster < 0.5 * fewer) {
+        out.push_back(what + " (all its formats: " + fmt(tps_lo, 0) + " to " + fmt(tps_hi, 0) +
+                      " tokens/s): the bytes do not set its speed; a fixed cost per step (dozens of small ops, "
+                      "thread wake-ups) does: overhead-bound.");
+      } else {
+        out.push_back(what + ": its speed still follows its bytes.");
+      }
+    }
+  }
+
+  // 4. batch > 1: the weights are read once per step for B tokens
+  std::vector<std::string> formats;
+  for (const BatchPoint& b : batch) {
+    if (std::find(formats.begin(), formats.end(), b.format) == formats.end()) formats.push_back(b.format);
+  }
+  for (const std::string& f : formats) {
+    const BatchPoint* first = nullptr;
+    const BatchPoint* last = nullptr;
+    for (const BatchPoint& b : batch) {
+      if (b.format != f) continue;
+      if (first == nullptr || b.batch < first->batch) first = &b;
+      if (last == nullptr || b.batch > last->batch) last = &b;
+    }
+    if (first == nullptr || first == last) continue;
+    const double kept = last->steps_per_s / first->steps_per_s;
+    const double more_tokens = (last->batch * last->steps_per_s) / (first->batch * first->steps_per_s);
+    const std::string range = "B = " + std::to_string(first->batch) + " to " + std::to_string(last->batch);
+    const std::string ideal = times(static_cast<double>(last->batch) / first->batch);
+    const std::string steps = "(" + fmt(first->steps_per_s, 1) + " -> " + fmt(last->steps_per_s, 1) + ")";
+    if (kept > 1.1) {
+      // A step of B sequences cannot be faster than a step of one: the smaller batch's figure is off.
+      out.push_back("  - batch, " + f + ": steps/s ROSE from " + range + " " + steps + ", tokens/s grew " +
+                    times(more_tokens) + " for " + ideal +
+                    " the tokens per step: more work per step cannot take less time, so the smaller batch's figure "
+                    "is off (timing noise: a busy machine? run the part again).");
+    } else if (kept >= 0.75) {
+      out.push_back("  - batch, " + f + ": steps/s falls little from " + range + " " + steps + " while tokens/s grows " +
+                    times(more_tokens) + " (ideal " + ideal + "): the weights are read once per step whatever B.");
+    } else {
+      out.push_back("  - batch, " + f + ": steps/s falls from " + fmt(first->steps_per_s, 1) + " to " +
+                    fmt(last->steps_per_s, 1) + " (to " + fmt(100.0 * kept, kept < 0.1 ? 1 : 0) + "%) from " + range +
+                    ", so tokens/s grows only " + times(more_tokens) + " for " + ideal +
+                    " the tokens per step: at these B, what grows with B (the B rows' arithmetic, each sequence's "
+                    "cache), not the weight bytes, sets the step time.");
+    }
+  }
+  return out;
+}
+
 // ---- part kv ---------------------------------------------------------------------------------------
 
 int run_kv_part(const Options& opts) {
@@ -176,9 +342,11 @@ int run_kv_part(const Options& opts) {
             << "(~2 N T FLOPs, N the parameters) and attention on a T x T map, so a token costs O(T) and a\n"
             << "sequence O(T^2). With the cache each Linear runs on one row (2 N FLOPs: read every weight\n"
             << "once) and attention reads the T cached keys and values: O(T) attention on top of a\n"
-            << "constant, so ms/token barely moves while the no-cache column grows with T. The price is\n"
-            << "memory: the cache holds 2 L T C floats per sequence ("
+            << "constant. The price is memory: the cache holds 2 L T C floats per sequence ("
             << mib(static_cast<double>(dec.kv_cache_bytes())) << " here at T = " << c.block_size << ").\n";
+  std::vector<KvPoint> points;
+  for (const Row& r : rows) points.push_back({r.context, r.ms_cache, r.ms_nocache});
+  for (const std::string& line : kv_conclusions(points)) std::cout << line << "\n";
 
   std::ostringstream js;
   js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"kv\", \"machine\": " << machine_json(opts)
@@ -286,17 +454,17 @@ int run_law_part(const Options& opts) {
     }
   }
 
-  std::cout << "\nWhere the law holds and where it breaks:\n"
-            << "  - big models (weights far beyond the last-level cache): every step streams the weights from\n"
-            << "    DRAM, so tokens/s follows bandwidth / bytes and the fraction is a steady share of 1 (what\n"
-            << "    the matvec kernel reaches of the triad's bandwidth; int4 and int8 also pay to unpack).\n"
-            << "  - models whose weights fit in the last-level cache (" << mib(static_cast<double>(llc))
-            << "): after the first step they are read\n"
-            << "    from cache, faster than DRAM, so they can beat the DRAM law (fraction > 1).\n"
-            << "  - tiny models: a step is dozens of small ops (layernorms, attention, a thread team woken\n"
-            << "    per op), a fixed cost per token that no byte count describes: overhead-bound, fraction < 1.\n"
-            << "  - batch: steps/s falls little from B = 1 to 16 while tokens/s grows ~B, because the weights\n"
-            << "    are read once per step whatever B (until the B rows' arithmetic, not the bytes, dominates).\n";
+  std::vector<LawPoint> law_points;
+  for (const Row& r : rows) {
+    law_points.push_back({r.model, r.format, static_cast<double>(r.params), static_cast<double>(r.bytes), r.tps,
+                          r.tps / r.law, r.in_cache});
+  }
+  std::vector<BatchPoint> batch_points;
+  for (const BatchRow& r : batch_rows) batch_points.push_back({r.format, r.batch, r.sps});
+  std::cout << "\nWhere the law holds and where it breaks, on this machine (from the tables above):\n";
+  for (const std::string& line : law_conclusions(law_points, batch_points, static_cast<double>(llc))) {
+    std::cout << line << "\n";
+  }
 
   std::ostringstream js;
   js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"law\", \"machine\": " << machine_json(opts)

@@ -71,6 +71,21 @@ struct Row {
 
 }  // namespace
 
+int speculative_tokens(int positions, int prompt_len, int max_k, int requested) {
+  // No sliding window: the prompt, the tokens and the k drafted tokens must all fit.
+  const int need = prompt_len + max_k + 1;
+  NN_CHECK(positions >= need, "part speculative: the models' context holds " << positions << " positions, but a "
+                                  << prompt_len << "-token prompt, up to k = " << max_k
+                                  << " drafted tokens and at least 1 generated token need " << need
+                                  << ": use a target (--checkpoint) and drafts trained with a context (--block-size) of at "
+                                     "least " << need);
+  const int fit = positions - prompt_len - max_k;
+  NN_CHECK(requested >= 0, "--tokens " << requested << ": expected 0 (as many as fit) or a positive count");
+  NN_CHECK(requested <= fit, "--tokens " << requested << ": at most " << fit << " fit the models' context ("
+                                         << positions << " - prompt " << prompt_len << " - k " << max_k << ")");
+  return requested > 0 ? requested : fit;
+}
+
 int run_speculative_part(const Options& opts) {
   gpt::use_threads(opts.threads);
   std::unique_ptr<gpt::Backend> be = gpt::make_backend(opts.backend, "fp32");
@@ -95,11 +110,7 @@ int run_speculative_part(const Options& opts) {
   const std::vector<int32_t> prompt(splits.val.begin(), splits.val.begin() + prompt_len);
   int positions = target.ck.model.config.block_size;
   for (const Loaded& d : drafts) positions = std::min(positions, d.ck.model.config.block_size);
-  const int fit = positions - prompt_len - max_k;  // no sliding window: prompt + tokens + k must fit
-  const int tokens = opts.tokens > 0 ? opts.tokens : fit;
-  NN_CHECK(tokens >= 1 && tokens <= fit, "--tokens " << opts.tokens << ": at most " << fit
-                                                     << " fit the models' context (" << positions << " - prompt "
-                                                     << prompt_len << " - k " << max_k << ")");
+  const int tokens = speculative_tokens(positions, prompt_len, max_k, opts.tokens);
   const int runs = opts.quick ? 2 : 8;  // the same seeds for every configuration
 
   // warm-up (caches, OpenMP threads), then the baseline: the target alone
