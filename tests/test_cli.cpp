@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "tests/cli_helpers.h"
 
 using testing::run_program;
@@ -150,4 +152,28 @@ TEST_CASE("nnlab info describes the build", "[cli]") {
       workaround.find("-mno-avx512f") == std::string::npos)
     REQUIRE_THAT(level, Catch::Contains("AVX-512F"));
   if (flags.find("portable") != std::string::npos) REQUIRE_THAT(level, Catch::Contains("portable"));
+}
+
+TEST_CASE("lesson 08 reads --config like nnlab gpt train, and refuses a bad one", "[cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("nnlab-test-lesson08-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir / "wide.toml") << "n-embd = 96\nn-head = 3\n";
+    std::ofstream(dir / "nan.toml") << "eps = nan\n";
+  }
+  auto r = run_program("nnlab", "lesson08 --part shapes --config " + (dir / "wide.toml").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("C=96"));
+  // a flag on the command line wins over the file
+  r = run_program("nnlab", "lesson08 --part shapes --n-embd 64 --n-head 4 --config " + (dir / "wide.toml").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("C=64"));
+  r = run_program("lesson08", "--part shapes --config " + (dir / "nan.toml").string());
+  INFO(r.output);
+  REQUIRE(r.status != 0);
+  REQUIRE_THAT(r.output, Catch::Contains("nan.toml:1") && Catch::Contains("finite"));
+  fs::remove_all(dir);
 }

@@ -22,8 +22,10 @@ namespace {
 // The commands whose flags this test covers. lesson08 and `gpt train|sample|eval|bench|dump|diff`
 // take their float flags from gpt/cli.cpp's add_train_flags; add them here once those use
 // nn::FiniteRange too.
-const char* const kCommands[] = {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06",
-                                 "lesson07", "lesson09", "lesson10", "bench",    "cuda bench"};
+const char* const kCommands[] = {"lesson01",  "lesson02",   "lesson03",  "lesson04",  "lesson05",
+                                 "lesson06",  "lesson07",   "lesson08",  "lesson09",  "lesson10",
+                                 "bench",     "cuda bench", "gpt train", "gpt sample", "gpt eval",
+                                 "gpt bench", "gpt dump",   "gpt diff"};
 
 struct Flag {
   std::string name;  // --lr

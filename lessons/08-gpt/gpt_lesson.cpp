@@ -36,6 +36,16 @@ void add_options(CLI::App& app, Options& o) {
       ->group("Sampling");
   app.add_option("--flops-iters", o.flops_iters, "Part flops: timed training steps (median reported)")
       ->check(CLI::Range(1, 1000))->capture_default_str()->group("Training");
+  // --config FILE (one of gpt::add_train_flags): read once the command line is parsed, so a
+  // flag given there wins, as in `nnlab gpt train`. A bad file is a parse error: message
+  // and non-zero exit, before anything runs.
+  app.parse_complete_callback([&app, &o] {
+    try {
+      gpt::apply_config_file(app, o.train.config);
+    } catch (const nn::Error& e) {
+      throw CLI::ValidationError("--config", e.what());
+    }
+  });
 }
 
 // ---- small helpers --------------------------------------------------------------------------
