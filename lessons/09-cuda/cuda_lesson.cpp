@@ -165,21 +165,16 @@ std::string joined(const std::vector<std::string>& items) {
 // on (KernelInfo::min_sm); the course's floor is 5.0, the oldest CUDA 12 compiles for.
 void print_gpu_generations(Device& dev) {
   const std::vector<std::string> newer = versions_needing_more_than(dev, NNLAB_SM_MAXWELL);
-  std::cout << "Which GPUs run which versions (each version's oldest compute capability, KernelInfo::min_sm):
-"
-            << "  every version runs on compute capability 5.0 (Maxwell: GTX 750 Ti, GTX 960, Jetson Nano) and newer"
-            << (newer.empty() ? "" : ", except " + joined(newer)) << ".
-"
-            << "  CUDA 13 compiles for 7.5 and newer only: for an older card build with CUDA 12 (README, section 8).
-"
-            << "  On 5.x the kernels are compile-checked (scripts/check_old_gpus.py), never yet run.
-";
+  std::cout << "Which GPUs run which versions (each version's oldest compute capability, KernelInfo::min_sm):\n"
+            << "  every version runs on compute capability 5.0 (Maxwell: GTX 750 Ti, GTX 960) and newer"
+            << (newer.empty() ? "" : ", except " + joined(newer)) << ".\n"
+            << "  CUDA 13 compiles for 7.5 and newer only: for an older card build with CUDA 12 (README, section 8).\n"
+            << "  On 5.x the kernels are compile-checked (scripts/check_old_gpus.py), never yet run.\n";
   const kernels::cuda::DeviceInfo& d = dev.info();
   if (d.emulated) return;
   const std::vector<std::string> skipped = versions_needing_more_than(dev, d.sm);
   std::cout << "  This GPU is " << d.sm / 10 << "." << d.sm % 10 << ": "
-            << (skipped.empty() ? "it runs every version" : "the harness skips " + joined(skipped)) << ".
-";
+            << (skipped.empty() ? "it runs every version" : "the harness skips " + joined(skipped)) << ".\n";
 }
 
 }  // namespace
