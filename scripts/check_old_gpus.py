@@ -166,25 +166,50 @@ def install_clang() -> bool:
     if os.environ.get("NNLAB_OLD_GPU_CLANG"):
         say(f"cannot use NNLAB_OLD_GPU_CLANG: {why}")
         return False
-    if not shutil.which("apt-get"):
-        say(f"{why}; not a Debian system: install clang {CLANG_MIN_MAJOR} or newer and set NNLAB_OLD_GPU_CLANG")
+    say(why)
+    if not apt_install(CLANG_PACKAGE):
+        say(f"install clang {CLANG_MIN_MAJOR} or newer yourself and set NNLAB_OLD_GPU_CLANG to its clang++")
         return False
-    sudo = [] if os.geteuid() == 0 else (["sudo", "-n"] if shutil.which("sudo") else None)
-    if sudo is None:
-        say(f"{why}; not root and no sudo: run as root: apt-get install -y {CLANG_PACKAGE}")
+    clang, why = find_clang()
+    if not clang:
+        say(why)
+    return clang is not None
+
+
+def root_prefix() -> list[str] | None:
+    """[] as root, ["sudo", "-n"] where sudo works without a password prompt, else None."""
+    if os.geteuid() == 0:
+        return []
+    return ["sudo", "-n"] if shutil.which("sudo") else None
+
+
+def apt_install(package: str) -> bool:
+    sudo = root_prefix()
+    if not shutil.which("apt-get") or sudo is None:
+        say(f"cannot install {package}: " + ("not a Debian system" if not shutil.which("apt-get") else
+                                             f"not root and no sudo (as root: apt-get install -y {package})"))
         return False
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    say(f"installing {CLANG_PACKAGE} with apt-get")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", CLANG_PACKAGE]):
+    say(f"installing {package} with apt-get")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]):
         r = subprocess.run(sudo + cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             last = (r.stderr or r.stdout).strip().splitlines()[-3:]
             say(f"'{' '.join(cmd)}' failed:\n  " + "\n  ".join(last))
             return False
-    clang, why = find_clang()
-    if not clang:
-        say(why)
-    return clang is not None
+    return True
+
+
+def find_pip() -> list[str] | None:
+    """A Python that has pip (this one, else Debian's, after installing python3-pip)."""
+    def has_pip(py: str) -> bool:
+        return subprocess.run([py, "-m", "pip", "--version"], capture_output=True).returncode == 0
+    for py in (sys.executable, "/usr/bin/python3"):
+        if Path(py).exists() and has_pip(py):
+            return [py, "-m", "pip"]
+    if apt_install("python3-pip") and has_pip("/usr/bin/python3"):
+        return ["/usr/bin/python3", "-m", "pip"]
+    return None
 
 
 def install_cuda12() -> bool:
@@ -200,9 +225,13 @@ def install_cuda12() -> bool:
             for name, (version, hashes) in WHEELS.items()))
         wheels = tmp / "wheels"
         say(f"downloading CUDA {CUDA_VERSION}'s ptxas and headers from PyPI (" + ", ".join(WHEELS) + ")")
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                            "--require-hashes", "--retries", "2", "--timeout", "30", "--disable-pip-version-check",
-                            "-q", "-r", str(requirements), "-d", str(wheels)], capture_output=True, text=True)
+        pip = find_pip()
+        if pip is None:
+            say("no pip to download the wheels with")
+            return False
+        r = subprocess.run(pip + ["download", "--no-deps", "--only-binary=:all:", "--require-hashes", "--retries", "2",
+                                  "--timeout", "30", "--disable-pip-version-check", "-q", "-r", str(requirements),
+                                  "-d", str(wheels)], capture_output=True, text=True)
         if r.returncode != 0:
             last = (r.stderr or r.stdout).strip().splitlines()[-3:]
             say("pip download failed:\n  " + "\n  ".join(last))
@@ -315,6 +344,16 @@ def short(name: str) -> str:
         if c == "(" and depth == 0:
             return name[:i]
     return name
+
+
+def collapsed(kernels: list[str]) -> str:
+    """["f<true>", "f<false>", "g"] -> "f (2 instantiations), g": one entry per template."""
+    counts: dict[str, int] = {}
+    for k in kernels:
+        base = k.split("<", 1)[0]
+        counts[base] = counts.get(base, 0) + 1
+    return ", ".join(b if n == 1 and b in kernels else f"{b} ({n} instantiation{'s' if n > 1 else ''})"
+                     for b, n in counts.items())
 
 
 def compile_one(job: Job, clang: str, cuda: Path, work: Path, allowed: list[Path]) -> Result:
@@ -471,7 +510,7 @@ def run_check(sources: list[Path], targets: list[int], jobs_wanted: int) -> list
         for sm in sorted({sm for _, sm in res.compiled_out}):
             out = [short(names[k]) for k, s in res.compiled_out if s == sm]
             v.compiled_out += out
-            v.lines.append(f"compiled out, a trap here (needs {sm_str(sm)}): " + ", ".join(out))
+            v.lines.append(f"compiled out, a trap here (needs {sm_str(sm)}): " + collapsed(out))
             if sm <= arch:
                 # needs_newer_gpu<sm> compiled for a GPU that has sm: the guard around it and the
                 # capability it names disagree.
@@ -556,8 +595,8 @@ __global__ void fp32_kernel(float* c) {
 #endif
 }
 """),
-    # 128 KB of static shared memory: valid C++ for clang, beyond a 5.x block's 48 KB, so
-    # ptxas (the SASS stage) refuses it.
+    # 128 KB of static shared memory: valid C++ for clang, but more than ptxas accepts for
+    # sm_52 (96 KB; a block may use 48 KB at run time): the SASS stage must refuse it.
     "too_much_shared.cu": ("fail", """// Oldest GPU: compute capability 5.0
 __global__ void big_tile(float* c) {
   __shared__ float tile[32768];
