@@ -144,9 +144,10 @@ using FmaPeakFn = double (*)(float* out, int blocks, int threads, int iters);
 // The oldest GPU a version runs on, as a compute capability (10 * major + minor), set by the
 // newest hardware feature it uses. KernelInfo::min_sm holds one of these, and a .cu file
 // guards code that needs more than NNLAB_SM_MAXWELL with the same name
-// (`#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)`, kernels/cuda/cuda.h), so the version's stated
-// minimum and what is compiled for older GPUs cannot disagree. scripts/check_old_gpus.py
-// compiles every kernel for compute capability 5.0, 5.2 and 5.3 with CUDA 12 to check it.
+// (`#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)`, kernels/cuda/cuda.h): the version's stated
+// minimum and what is compiled out for older GPUs are written with one name.
+// scripts/check_old_gpus.py compiles every kernel for compute capability 5.0, 5.2 and 5.3
+// with CUDA 12, and fails where a guard compiles out code for a GPU its name says can run it.
 // (Macros, not constants: the guards are preprocessor conditions.)
 #define NNLAB_SM_MAXWELL 50  // the oldest CUDA 12 compiles for (CUDA 13: 7.5). fp32 arithmetic, shared
                              // memory, __syncthreads, the _sync shuffles and ballots (3.0 hardware),
