@@ -30,6 +30,25 @@ DEBIAN_PACKAGES=(
   python3-torch
 )
 
+# ---- the old-GPU compile check's toolchain (scripts/check_old_gpus.py) ---------------------
+# clang 19 (Debian's clang-19) and CUDA 12.5's ptxas and headers (pinned wheels from PyPI,
+# unpacked into ~/.cache/nnlab/cuda-12.5.82): what compiles the CUDA kernels for compute
+# capability 5.x (GTX 960, Jetson Nano), which CUDA 13 cannot target. Optional: when it cannot
+# be installed (offline, not root) setup says so and goes on, and the check's ctest tests
+# (label "oldgpu") report SKIP, except under CI (CI=true), where they fail. Run last, after
+# the packages above (it needs python3 and pip). With --check: only says whether it is there.
+old_gpu_toolchain() {
+  local script
+  script="$(dirname "$0")/check_old_gpus.py"
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "setup: no python3: the old-GPU check's toolchain is not installed (its tests will SKIP)"
+  elif [[ $check_only -eq 1 ]]; then
+    python3 "$script" --status || true
+  elif ! python3 "$script" --install; then
+    echo "setup: the old-GPU check's toolchain is not installed (see above): its tests will SKIP"
+  fi
+}
+
 # Says which library libblas.so.3 resolves to; warns unless it is an OpenBLAS (someone
 # may have set the alternative by hand). Only reports: the choice is the admin's.
 check_blas_alternative() {
@@ -53,6 +72,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   if [[ ${#missing[@]} -eq 0 ]]; then
     echo "setup: all Debian packages present"
     check_blas_alternative
+    old_gpu_toolchain
     exit 0
   fi
   echo "setup: missing Debian packages: ${missing[*]}"
@@ -70,6 +90,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
   echo "setup: installed ${missing[*]}"
   check_blas_alternative
+  old_gpu_toolchain
   exit 0
 fi
 
@@ -101,4 +122,5 @@ for tool in cmake ninja c++ python3; do
     status=1
   fi
 done
+old_gpu_toolchain
 exit $status

@@ -34,6 +34,9 @@
 // model of the banks instead.
 //
 // Check your work: `nnlab check` (or `nnlab check --only 15_coalesced_transpose`).
+//
+// Oldest GPU: compute capability 5.0 (shared memory, __syncthreads); the check of that,
+// scripts/check_old_gpus.py, compiles this file and its solution.
 #include "exercises/15_coalesced_transpose/transpose.h"
 
 #include <cstddef>

@@ -40,6 +40,9 @@
 // The tiles are flat arrays: As[i][j] is As[i * kTile + j].
 //
 // Check your work: `nnlab check` (or `nnlab check --only 16_tiled_matmul`).
+//
+// Oldest GPU: compute capability 5.0 (shared memory, __syncthreads); the check of that,
+// scripts/check_old_gpus.py, compiles this file and its solution.
 #include "exercises/16_tiled_matmul/tiled_matmul.h"
 
 #include <cstddef>

@@ -30,6 +30,9 @@
 // an exact answer (every partial sum is then exact in float).
 //
 // Check your work: `nnlab check` (or `nnlab check --only 17_warp_reduce_sum`).
+//
+// Oldest GPU: compute capability 5.0 (_sync shuffles, float atomicAdd); the check of that,
+// scripts/check_old_gpus.py, compiles this file and its solution.
 #include "exercises/17_warp_reduce_sum/warp_reduce.h"
 
 #include <algorithm>

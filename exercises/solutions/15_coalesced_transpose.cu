@@ -1,5 +1,7 @@
 // Reference solution of exercise 15_coalesced_transpose (lesson 09). Try it yourself first:
 // exercises/15_coalesced_transpose/transpose.cu.
+//
+// Oldest GPU: compute capability 5.0, as the exercise (scripts/check_old_gpus.py).
 #include "exercises/15_coalesced_transpose/transpose.h"
 
 #include <cstddef>

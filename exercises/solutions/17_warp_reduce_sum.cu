@@ -1,5 +1,7 @@
 // Reference solution of exercise 17_warp_reduce_sum (lesson 09). Try it yourself first:
 // exercises/17_warp_reduce_sum/warp_reduce.cu.
+//
+// Oldest GPU: compute capability 5.0, as the exercise (scripts/check_old_gpus.py).
 #include "exercises/17_warp_reduce_sum/warp_reduce.h"
 
 #include <algorithm>

@@ -17,6 +17,9 @@
 //                        and a scalar tail for n % 4. Pointers not all 16-byte aligned (a slice at
 //                        an odd offset of a flat buffer) take a scalar grid-stride loop instead.
 // Whether v1's powf shows at all (it may hide under the memory time): not yet measured on a GPU.
+//
+// Oldest GPU: compute capability 5.0 for both versions (NNLAB_SM_MAXWELL: fp32 arithmetic,
+// powf, float4 loads), compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
@@ -141,9 +144,11 @@ void adamw_v2(float* params, float* m, float* v, const float* grads, size_t n, A
 
 void add_adamw(Kernels& k) {
   k.adamw = {
-      {{"v1", "thread per param", "plain loads, bias corrections recomputed with powf by every thread", 50},
+      {{"v1", "thread per param", "plain loads, bias corrections recomputed with powf by every thread",
+        NNLAB_SM_MAXWELL},
        adamw_v1},
-      {{"v2", "fused float4", "bias corrections once on the host, float4 loads/stores, grid-stride loop", 50},
+      {{"v2", "fused float4", "bias corrections once on the host, float4 loads/stores, grid-stride loop",
+        NNLAB_SM_MAXWELL},
        adamw_v2},
   };
 }

@@ -57,6 +57,10 @@
 //                       warp per softmax-backward row (coalesced, a warp_sum for the dot)
 //
 // Speeds: not yet measured on a GPU.
+//
+// Oldest GPU: compute capability 5.0 for every version, forward and backward (NNLAB_SM_MAXWELL:
+// shared-memory tiles, __syncthreads, _sync shuffles), compile-checked for 5.0, 5.2 and 5.3
+// (scripts/check_old_gpus.py).
 #include <cfloat>
 #include <cmath>
 #include <string>
@@ -677,21 +681,22 @@ void attention_backward_v2(float* dqkv, float* workspace, const float* dout, con
 
 void add_attention(Kernels& k) {
   k.attention = {
-      {{"v1", "unfused, naive", "scores, softmax, P.V as three kernels through a (B,NH,T,T) workspace", 50},
+      {{"v1", "unfused, naive", "scores, softmax, P.V as three kernels through a (B,NH,T,T) workspace",
+        NNLAB_SM_MAXWELL},
        attention_v1, scores_workspace},
       {{"v2", "unfused, tiled", "32x32 shared-memory tiles for both products, a warp per softmax row: the T^2 "
-                                "matrix still makes 4 trips through memory", 50},
+                                "matrix still makes 4 trips through memory", NNLAB_SM_MAXWELL},
        attention_v2, scores_workspace},
       {{"v3", "fused (flash)", "one kernel, key tiles in shared memory, online softmax in registers: no T^2 "
-                               "matrix, no workspace", 50},
+                               "matrix, no workspace", NNLAB_SM_MAXWELL},
        attention_v3, no_workspace},
   };
   k.attention_backward = {
       {{"v1", "naive", "datt, softmax backward, dq/dk/dv as three kernels through a (B,NH,T,T) workspace, a "
-                       "thread per entry, row or output", 50},
+                       "thread per entry, row or output", NNLAB_SM_MAXWELL},
        attention_backward_v1, scores_workspace},
       {{"v2", "tiled", "the four products in 32x32 shared-memory tiles (tiles above the diagonal skipped), a "
-                       "warp per softmax-backward row", 50},
+                       "warp per softmax-backward row", NNLAB_SM_MAXWELL},
        attention_backward_v2, scores_workspace},
   };
 }

@@ -9,6 +9,9 @@
 // SM), so every scheduler always has an FFMA ready. The chains converge (a -> c / (1 - b) =
 // 1) so no value overflows, and each thread writes its sum, so nothing can be optimised away.
 // FLOPs counted: 2 per FMA. (Not yet measured on a GPU.)
+//
+// Oldest GPU: compute capability 5.0 (fp32 FMAs only), compile-checked for 5.0, 5.2 and 5.3
+// (scripts/check_old_gpus.py).
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/ops.h"
 

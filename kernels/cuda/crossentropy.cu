@@ -22,6 +22,9 @@
 //               once, 12 B/element. Attacks v1's round trip of the probabilities.
 // A target outside [0, V) gives a NaN loss and no one-hot term (the kernels cannot throw;
 // the NaN shows in the mean loss), never a read out of bounds.
+//
+// Oldest GPU: compute capability 5.0 for both versions (NNLAB_SM_MAXWELL: shared memory and
+// _sync shuffles), compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include <cfloat>
 #include <climits>
 #include <string>
@@ -131,9 +134,10 @@ void crossentropy_v2(float* losses, float* dlogits, const float* logits, const i
 void add_crossentropy(Kernels& k) {
   k.crossentropy = {
       {{"v1", "unfused", "softmax, loss, backward as three kernels: probabilities round-trip memory, 20 B/element",
-        50},
+        NNLAB_SM_MAXWELL},
        crossentropy_v1},
-      {{"v2", "fused", "one block per row: online max/sum, log-sum-exp loss, one dlogits pass: 12 B/element", 50},
+      {{"v2", "fused", "one block per row: online max/sum, log-sum-exp loss, one dlogits pass: 12 B/element",
+        NNLAB_SM_MAXWELL},
        crossentropy_v2},
   };
 }

@@ -31,14 +31,23 @@
 #define NNLAB_CUDA_NS emu
 #endif
 
-// True in code that runs on the GPU and may use compute capability >= N features; the
-// emulator runs every version (it reports compute capability NNLAB_EMU_SM, default 8.0).
+// True in code compiled for a GPU of compute capability `sm` (10 * major + minor: one of the
+// NNLAB_SM_* of kernels/cuda/device.h) or newer: the guard around code a version needs a
+// newer GPU for, written with the same NNLAB_SM_* as the version's KernelInfo::min_sm:
+//
+//   #if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)
+//     ... wmma ...
+//   #else
+//     needs_newer_gpu<NNLAB_SM_AMPERE>();
+//   #endif
+//
+// The emulator runs every version (it reports compute capability NNLAB_EMU_SM, default 8.0).
 #if defined(NNLAB_EMULATED)
-#define NNLAB_CUDA_ARCH_AT_LEAST(N) 1
+#define NNLAB_CUDA_SM_AT_LEAST(sm) 1
 #elif defined(__CUDA_ARCH__)
-#define NNLAB_CUDA_ARCH_AT_LEAST(N) (__CUDA_ARCH__ >= (N))
+#define NNLAB_CUDA_SM_AT_LEAST(sm) (__CUDA_ARCH__ >= (sm) * 10)
 #else
-#define NNLAB_CUDA_ARCH_AT_LEAST(N) 0
+#define NNLAB_CUDA_SM_AT_LEAST(sm) 0
 #endif
 
 namespace kernels::cuda {
@@ -67,6 +76,19 @@ void launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, size_
   }
 #endif
 }
+
+#if defined(__CUDACC__)
+// What a kernel's body is on a GPU older than its version needs (the #else of its
+// NNLAB_CUDA_SM_AT_LEAST guard): KernelInfo::min_sm keeps the harness and the trainer from
+// launching it there; if something launches it anyway, it traps (the next synchronising call
+// fails with "unspecified launch failure") instead of leaving its output unwritten. The asm
+// comment names the capability in the PTX, where scripts/check_old_gpus.py reads it.
+template <int Sm>
+__device__ __forceinline__ void needs_newer_gpu() {
+  asm volatile("// nnlab: compiled out, needs compute capability %0" ::"n"(Sm));
+  __trap();
+}
+#endif
 
 // The block's dynamic shared memory (the launch's `smem` bytes), as T*.
 template <class T>

@@ -41,6 +41,10 @@
 //                       chunk's exp(score - max) v added. Shared memory is O(chunk + hs) per
 //                       warp whatever the cache length. No atomics: deterministic.
 // Figures: not yet measured on a GPU.
+//
+// Oldest GPU: compute capability 5.0 for every version of both ops (NNLAB_SM_MAXWELL: shared
+// memory, _sync shuffles, __syncwarp; bf16 weights are widened with an integer shift, no bf16
+// hardware), compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include <algorithm>
 #include <cfloat>
 #include <climits>
@@ -518,20 +522,21 @@ void attention_decode_v2(float* out, float* kcache, float* vcache, const float* 
 
 void add_decode(Kernels& k) {
   k.matvec = {
-      {{"v1", "naive", "one thread per (input row, output row), one weight dequantised at a time; uncoalesced", 50},
+      {{"v1", "naive", "one thread per (input row, output row), one weight dequantised at a time; uncoalesced",
+        NNLAB_SM_MAXWELL},
        matvec_v1},
       {{"v2", "warp per row", "16-byte coalesced loads dequantised in registers, each weight used by up to 8 input "
                               "rows, x in swizzled shared memory, warp_sum",
-        50},
+        NNLAB_SM_MAXWELL},
        matvec_v2},
   };
   k.attention_decode = {
       {{"v1", "naive", "append kernel, then one thread per (b, i, h): max, exp-sum and weighted v in three passes",
-        50},
+        NNLAB_SM_MAXWELL},
        attention_decode_v1},
       {{"v2", "warp per head", "one launch, warp per (b, i, h): lanes over positions, online softmax merged across "
                                "lanes, lanes over the head dimension for v; appends its own slice",
-        50},
+        NNLAB_SM_MAXWELL},
        attention_decode_v2},
   };
 }

@@ -141,11 +141,24 @@ using FmaPeakFn = double (*)(float* out, int blocks, int threads, int iters);
 
 // ---- the versions of an op ---------------------------------------------------------------
 
+// The oldest GPU a version runs on, as a compute capability (10 * major + minor), set by the
+// newest hardware feature it uses. KernelInfo::min_sm holds one of these, and a .cu file
+// guards code that needs more than NNLAB_SM_MAXWELL with the same name
+// (`#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)`, kernels/cuda/cuda.h): the version's stated
+// minimum and what is compiled out for older GPUs are written with one name.
+// scripts/check_old_gpus.py compiles every kernel for compute capability 5.0, 5.2 and 5.3
+// with CUDA 12, and fails where a guard compiles out code for a GPU its name says can run it.
+// (Macros, not constants: the guards are preprocessor conditions.)
+#define NNLAB_SM_MAXWELL 50  // the oldest CUDA 12 compiles for (CUDA 13: 7.5). fp32 arithmetic, shared
+                             // memory, __syncthreads, the _sync shuffles and ballots (3.0 hardware),
+                             // float atomicAdd (2.0): everything the fp32 versions use
+#define NNLAB_SM_AMPERE 80   // tensor cores through wmma with TF32 (m16n16k8) or BF16 (m16n16k16) inputs
+
 struct KernelInfo {
-  std::string id;       // "v3"
-  std::string name;     // "shared-memory tiles"
-  std::string summary;  // one line: what it changes and why
-  int min_sm = 50;      // compute capability it needs, 10 * major + minor (80: tensor-core TF32)
+  std::string id;                  // "v3"
+  std::string name;                // "shared-memory tiles"
+  std::string summary;             // one line: what it changes and why
+  int min_sm = NNLAB_SM_MAXWELL;   // the oldest compute capability it runs on (NNLAB_SM_* above)
 };
 
 template <class Fn>

@@ -1,6 +1,9 @@
 // kernels/cuda/device_impl.cu: one build's Device (kernels/cuda/device.h): memory, copies,
 // events and the table of every op's versions. Compiled twice like every .cu here: by nvcc
 // for the GPU, by the host compiler for the emulator.
+//
+// Oldest GPU: compute capability 5.0 (its one kernel, the empty probe), compile-checked for
+// 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/ops.h"
 

@@ -28,6 +28,9 @@
 //                      cols % 4 == 0 and 16-byte aligned pointers (a float4 then never
 //                      straddles two rows), else it runs v2's kernel
 // Figures: not yet measured on a GPU.
+//
+// Oldest GPU: compute capability 5.0 for every version (NNLAB_SM_MAXWELL: fp32 arithmetic and
+// float4 loads), compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -192,18 +195,20 @@ void bias_gelu_v3(float* out, const float* inp, const float* bias, int rows, int
 
 void add_elementwise(Kernels& k) {
   k.cos2 = {
-      {{"v1", "two kernels", "cos, then cos again through memory: 4 trips per element", 50}, cos2_v1},
-      {{"v2", "fused", "cos(cos(x)) in a register: 2 trips per element", 50}, cos2_v2},
+      {{"v1", "two kernels", "cos, then cos again through memory: 4 trips per element", NNLAB_SM_MAXWELL}, cos2_v1},
+      {{"v2", "fused", "cos(cos(x)) in a register: 2 trips per element", NNLAB_SM_MAXWELL}, cos2_v2},
   };
   k.gelu = {
-      {{"v1", "thread-per-element", "one element per thread, 4-byte loads and stores", 50}, gelu_v1},
-      {{"v2", "float4-grid-stride", "16-byte loads and stores, one resident grid striding over the array", 50},
+      {{"v1", "thread-per-element", "one element per thread, 4-byte loads and stores", NNLAB_SM_MAXWELL}, gelu_v1},
+      {{"v2", "float4-grid-stride", "16-byte loads and stores, one resident grid striding over the array",
+        NNLAB_SM_MAXWELL},
        gelu_v2},
   };
   k.bias_gelu = {
-      {{"v1", "unfused", "bias-add kernel, then gelu in place: 4 trips per element", 50}, bias_gelu_v1},
-      {{"v2", "fused", "gelu(x + b) in a register: 2 trips per element", 50}, bias_gelu_v2},
-      {{"v3", "fused-float4", "v2 with float4 and a grid-stride loop (cols % 4 == 0, aligned; else v2)", 50},
+      {{"v1", "unfused", "bias-add kernel, then gelu in place: 4 trips per element", NNLAB_SM_MAXWELL}, bias_gelu_v1},
+      {{"v2", "fused", "gelu(x + b) in a register: 2 trips per element", NNLAB_SM_MAXWELL}, bias_gelu_v2},
+      {{"v3", "fused-float4", "v2 with float4 and a grid-stride loop (cols % 4 == 0, aligned; else v2)",
+        NNLAB_SM_MAXWELL},
        bias_gelu_v3},
   };
 }

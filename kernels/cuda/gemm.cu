@@ -46,6 +46,11 @@
 // The plain loop every gemm version computes:
 //   for i < M: for j < N: C[i][j] (+)= sum_k op(A)[i][k] op(B)[k][j] + bias[j]
 //   op(A)[i][k] = trans_a ? A[k][i] : A[i][k];   op(B)[k][j] = trans_b ? B[j][k] : B[k][j]
+//
+// Oldest GPU: compute capability 5.0 for gemm v1, v2 and bias_backward v1, v2
+// (NNLAB_SM_MAXWELL); 8.0 for gemm v3 and v4 (NNLAB_SM_AMPERE: TF32 and BF16 wmma), whose
+// kernels are guarded by the same NNLAB_SM_AMPERE and are only a trap when compiled for an older
+// GPU. Compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
@@ -407,9 +412,9 @@ void gemm_v2(float* C, const float* A, const float* B, int M, int N, int K, Gemm
 struct Tf32Math {};
 struct Bf16Math {};
 template <class Math>
-struct TensorMath;  // defined where tensor cores exist (the kernel compiles to nothing elsewhere)
+struct TensorMath;  // defined where tensor cores exist (the kernel is a trap elsewhere)
 
-#if NNLAB_CUDA_ARCH_AT_LEAST(800)
+#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)
 template <>
 struct TensorMath<Tf32Math> {
   using Smem = float;  // TF32 values in fp32 storage
@@ -439,7 +444,7 @@ struct TensorMath<Bf16Math> {
 template <class Tiles, class MathTag, bool kVec4>
 __global__ void __launch_bounds__(Tiles::Threads, Tiles::MinBlocks)
     gemm_tensor_kernel(float* C, const float* A, const float* B, int M, int N, int K, GemmArgs args) {
-#if NNLAB_CUDA_ARCH_AT_LEAST(800)
+#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)
   namespace wmma = nvcuda::wmma;
   using Math = TensorMath<MathTag>;
   using T = typename Math::Smem;
@@ -514,9 +519,11 @@ __global__ void __launch_bounds__(Tiles::Threads, Tiles::MinBlocks)
     }
   }
 #else
-  // Below compute capability 8.0 there is no TF32 or BF16 mma: the version's min_sm (80)
-  // keeps it from being launched, and the kernel compiles to nothing.
+  // Below compute capability 8.0 there is no TF32 or BF16 mma: the version's min_sm
+  // (NNLAB_SM_AMPERE, the guard's) keeps it from being launched there, and the kernel is
+  // only a trap.
   (void)C, (void)A, (void)B, (void)M, (void)N, (void)K, (void)args;
+  needs_newer_gpu<NNLAB_SM_AMPERE>();
 #endif
 }
 
@@ -611,23 +618,29 @@ void bias_backward_v2(float* dbias, const float* dout, int N, int OC) {
 
 void add_gemm(Kernels& k) {
   k.gemm = {
-      {{"v1", "naive", "one thread per C element, any layout read straight from global memory", 50}, gemm_v1},
+      {{"v1", "naive", "one thread per C element, any layout read straight from global memory",
+        NNLAB_SM_MAXWELL},
+       gemm_v1},
       {{"v2", "fp32 tiles",
         "warp-tiled 128x128 / 64x64 tiles, transposes made while staging in shared memory, float4 loads, next tile "
         "prefetched",
-        50},
+        NNLAB_SM_MAXWELL},
        gemm_v2},
       {{"v3", "tensor cores (TF32)", "v2's tiles on wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissas",
-        80},
+        NNLAB_SM_AMPERE},
        gemm_v3},
       {{"v4", "tensor cores (BF16)",
-        "v2's tiles on wmma m16n16k16 bf16 fragments, fp32 accumulate: 8-bit mantissas, half the shared memory", 80},
+        "v2's tiles on wmma m16n16k16 bf16 fragments, fp32 accumulate: 8-bit mantissas, half the shared memory",
+        NNLAB_SM_AMPERE},
        gemm_v4},
   };
   k.bias_backward = {
-      {{"v1", "naive", "one thread per column looping over all rows: OC threads in all", 50}, bias_backward_v1},
+      {{"v1", "naive", "one thread per column looping over all rows: OC threads in all",
+        NNLAB_SM_MAXWELL},
+       bias_backward_v1},
       {{"v2", "column strips",
-        "a block per 32 columns, rows split over 32 thread rows, coalesced, fixed-order shared-memory tree", 50},
+        "a block per 32 columns, rows split over 32 thread rows, coalesced, fixed-order shared-memory tree",
+        NNLAB_SM_MAXWELL},
        bias_backward_v2},
   };
 }

@@ -42,6 +42,11 @@
 //                           GPU) write per-block double partials to the workspace; one block
 //                           adds the P partials in a fixed order.
 // Figures: not yet measured on a GPU.
+//
+// Oldest GPU: compute capability 5.0 for every version (NNLAB_SM_MAXWELL: _sync ballots and
+// shuffles, shared memory, double arithmetic: correct everywhere, if slow where fp64 runs at
+// 1/32 of fp32, as on GeForce and Jetson cards), compile-checked for 5.0, 5.2 and 5.3
+// (scripts/check_old_gpus.py).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -427,51 +432,62 @@ void sum_v2(double* out, double* workspace, const float* x, size_t n, bool squar
 
 void add_gpt_ops(Kernels& k) {
   k.encoder_forward = {
-      {{"v1", "thread per element", "out = wte[id] + wpe[t], one thread per output float (single version)", 50},
+      {{"v1", "thread per element", "out = wte[id] + wpe[t], one thread per output float (single version)",
+        NNLAB_SM_MAXWELL},
        encoder_forward_v1},
   };
   k.encoder_backward = {
-      {{"v1", "thread per (v,c)", "each thread scans all N ids in order, adding dout where the id is its token", 50},
+      {{"v1", "thread per (v,c)", "each thread scans all N ids in order, adding dout where the id is its token",
+        NNLAB_SM_MAXWELL},
        encoder_backward_v1},
       {{"v2", "block per token", "a block per (token, 128 channels) compacts its token's positions in shared memory, "
                                  "then adds only those rows; same order as v1, bit-identical",
-        50},
+        NNLAB_SM_MAXWELL},
        encoder_backward_v2},
   };
   k.gelu_backward = {
-      {{"v1", "thread per element", "one element per thread, 4-byte loads and stores", 50}, gelu_backward_v1},
-      {{"v2", "float4 grid-stride", "16-byte loads and stores, one resident grid, scalar tail; v1 if misaligned", 50},
+      {{"v1", "thread per element", "one element per thread, 4-byte loads and stores",
+        NNLAB_SM_MAXWELL},
+       gelu_backward_v1},
+      {{"v2", "float4 grid-stride", "16-byte loads and stores, one resident grid, scalar tail; v1 if misaligned",
+        NNLAB_SM_MAXWELL},
        gelu_backward_v2},
   };
   k.dropout_forward = {
       {{"v1", "thread per element", "counter-based SplitMix64 hash per element: nn's mask bit for bit (single version)",
-        50},
+        NNLAB_SM_MAXWELL},
        dropout_forward_v1},
   };
   k.multiply = {
-      {{"v1", "thread per element", "out = a * b, one thread per element (single version)", 50}, multiply_v1},
+      {{"v1", "thread per element", "out = a * b, one thread per element (single version)",
+        NNLAB_SM_MAXWELL},
+       multiply_v1},
   };
   k.add = {
-      {{"v1", "thread per element", "out = a + b, one thread per element; out may alias (single version)", 50}, add_v1},
+      {{"v1", "thread per element", "out = a + b, one thread per element; out may alias (single version)",
+        NNLAB_SM_MAXWELL},
+       add_v1},
   };
   k.crossentropy_loss = {
-      {{"v1", "thread per row", "loss = -log probs[target], one thread per row (single version)", 50},
+      {{"v1", "thread per row", "loss = -log probs[target], one thread per row (single version)", NNLAB_SM_MAXWELL},
        crossentropy_loss_v1},
   };
   k.crossentropy_backward = {
-      {{"v1", "thread per element", "dlogits = (probs - onehot) * scale, one thread per element (single version)", 50},
+      {{"v1", "thread per element", "dlogits = (probs - onehot) * scale, one thread per element (single version)",
+        NNLAB_SM_MAXWELL},
        crossentropy_backward_v1},
   };
   k.sum = {
-      {{"v1", "one block", "1024 threads, double accumulators, fixed-order block reduction: one SM does it all", 50},
+      {{"v1", "one block", "1024 threads, double accumulators, fixed-order block reduction: one SM does it all",
+        NNLAB_SM_MAXWELL},
        sum_v1},
       {{"v2", "two-pass partials", "min(1024, n/8192) blocks write double partials, one block adds them in order; "
                                    "independent of the SM count",
-        50},
+        NNLAB_SM_MAXWELL},
        sum_v2},
   };
   k.scale = {
-      {{"v1", "thread per element", "x *= s, one thread per element (single version)", 50}, scale_v1},
+      {{"v1", "thread per element", "x *= s, one thread per element (single version)", NNLAB_SM_MAXWELL}, scale_v1},
   };
 }
 

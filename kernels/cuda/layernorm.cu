@@ -63,6 +63,10 @@
 // subtraction per element. Welford's running update is stable too, but costs a division per
 // element and a three-value (count, mean, M2) merge per shuffle step; the shift keeps v2's
 // reduction at two plain sums.
+//
+// Oldest GPU: compute capability 5.0 for every version (NNLAB_SM_MAXWELL: _sync shuffles,
+// float atomicAdd on global and shared memory), compile-checked for 5.0, 5.2 and 5.3
+// (scripts/check_old_gpus.py).
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
@@ -527,28 +531,33 @@ void residual_layernorm_v2(float* residual, float* out, float* mean, float* rstd
 
 void add_layernorm(Kernels& k) {
   k.layernorm_forward = {
-      {{"v1", "thread per row", "three passes per row, one thread each: uncoalesced, few threads", 50},
+      {{"v1", "thread per row", "three passes per row, one thread each: uncoalesced, few threads", NNLAB_SM_MAXWELL},
        layernorm_forward_v1},
-      {{"v2", "warp per row", "coalesced lanes, shifted one-pass statistics with shuffles; x read twice", 50},
+      {{"v2", "warp per row", "coalesced lanes, shifted one-pass statistics with shuffles; x read twice",
+        NNLAB_SM_MAXWELL},
        layernorm_forward_v2},
-      {{"v3", "row in registers", "float4 loads, row kept in registers: x read once, exact two-pass statistics", 50},
+      {{"v3", "row in registers", "float4 loads, row kept in registers: x read once, exact two-pass statistics",
+        NNLAB_SM_MAXWELL},
        layernorm_forward_v3},
   };
   k.layernorm_backward = {
-      {{"v1", "thread per row", "two passes per row, a global atomicAdd per element for dweight/dbias", 50},
+      {{"v1", "thread per row", "two passes per row, a global atomicAdd per element for dweight/dbias",
+        NNLAB_SM_MAXWELL},
        layernorm_backward_v1},
       {{"v2", "warp per row", "both reductions in one coalesced pass; dweight/dbias summed per block in shared memory",
-        50},
+        NNLAB_SM_MAXWELL},
        layernorm_backward_v2},
       {{"v3", "deterministic", "dinp warp per row; dweight/dbias per column in a fixed order, no atomics: same bits "
                                "every run",
-        50},
+        NNLAB_SM_MAXWELL},
        layernorm_backward_v3},
   };
   k.residual_layernorm = {
-      {{"v1", "unfused", "residual-add kernel, then layernorm v2 reads the residual back: 24 B/element", 50},
+      {{"v1", "unfused", "residual-add kernel, then layernorm v2 reads the residual back: 24 B/element",
+        NNLAB_SM_MAXWELL},
        residual_layernorm_v1},
-      {{"v2", "fused", "one warp per row adds, writes residual, normalises from registers: 16 B/element", 50},
+      {{"v2", "fused", "one warp per row adds, writes residual, normalises from registers: 16 B/element",
+        NNLAB_SM_MAXWELL},
        residual_layernorm_v2},
   };
 }

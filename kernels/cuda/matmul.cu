@@ -38,6 +38,11 @@
 //
 // The plain loop every version computes:
 //   for i < M: for j < N: C[i][j] = sum_k A[i][k] * B[k][j]
+//
+// Oldest GPU: compute capability 5.0 for v1-v7 (NNLAB_SM_MAXWELL: fp32 FMAs, static shared
+// memory up to 16 KB, float4); 8.0 for v8 (NNLAB_SM_AMPERE: TF32 wmma), whose kernel is
+// guarded by the same NNLAB_SM_AMPERE and is only a trap when compiled for an older GPU.
+// Compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/ops.h"
 
@@ -513,7 +518,7 @@ static_assert(kV8BM * kV8BK / 4 == 2 * kV8Threads && kV8BK * kV8BN / 4 == 2 * kV
 template <bool kVec4>
 __global__ void __launch_bounds__(kV8Threads) matmul_tf32_kernel(float* C, const float* A, const float* B, int M,
                                                                    int N, int K) {
-#if NNLAB_CUDA_ARCH_AT_LEAST(800)
+#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)
   namespace wmma = nvcuda::wmma;
   constexpr int BM = kV8BM, BN = kV8BN, BK = kV8BK, NT = kV8Threads;
   constexpr int FM = kV8WM / 16, FN = kV8WN / 16;  // 4 x 2 fragments per warp
@@ -585,9 +590,10 @@ __global__ void __launch_bounds__(kV8Threads) matmul_tf32_kernel(float* C, const
     }
   }
 #else
-  // Below compute capability 8.0 there is no TF32 mma: this version's min_sm (80) keeps it
-  // from being launched, and the kernel compiles to nothing.
+  // Below compute capability 8.0 there is no TF32 mma: the version's min_sm (NNLAB_SM_AMPERE,
+  // the guard's) keeps it from being launched there, and the kernel is only a trap.
   (void)C, (void)A, (void)B, (void)M, (void)N, (void)K;
+  needs_newer_gpu<NNLAB_SM_AMPERE>();
 #endif
 }
 
@@ -605,19 +611,29 @@ void matmul_v8(float* C, const float* A, const float* B, int M, int N, int K) {
 
 void add_matmul(Kernels& k) {
   k.matmul = {
-      {{"v1", "naive", "one thread per C element, threadIdx.x down a column: uncoalesced loads of A", 50}, matmul_v1},
-      {{"v2", "coalesced", "threadIdx.x along a row of C: a warp reads B and writes C contiguously", 50}, matmul_v2},
-      {{"v3", "shared-memory tiles", "32x32 tiles of A and B in shared memory: 32x less global traffic", 50},
+      {{"v1", "naive", "one thread per C element, threadIdx.x down a column: uncoalesced loads of A",
+        NNLAB_SM_MAXWELL},
+       matmul_v1},
+      {{"v2", "coalesced", "threadIdx.x along a row of C: a warp reads B and writes C contiguously",
+        NNLAB_SM_MAXWELL},
+       matmul_v2},
+      {{"v3", "shared-memory tiles", "32x32 tiles of A and B in shared memory: 32x less global traffic",
+        NNLAB_SM_MAXWELL},
        matmul_v3},
       {{"v4", "1D register blocking", "64x64 tile, 8 outputs per thread down a column: 8 FMAs per shared load of B",
-        50},
+        NNLAB_SM_MAXWELL},
        matmul_v4},
-      {{"v5", "2D register blocking", "128x128 tile, 8x8 outputs per thread: an outer product of 8+8 registers", 50},
+      {{"v5", "2D register blocking", "128x128 tile, 8x8 outputs per thread: an outer product of 8+8 registers",
+        NNLAB_SM_MAXWELL},
        matmul_v5},
-      {{"v6", "float4", "16-byte loads and stores, A transposed in shared memory: 4x fewer memory instructions", 50},
+      {{"v6", "float4", "16-byte loads and stores, A transposed in shared memory: 4x fewer memory instructions",
+        NNLAB_SM_MAXWELL},
        matmul_v6},
-      {{"v7", "warp tiling", "each warp a 64x32 sub-tile: conflict-free float4 shared reads, BK=16", 50}, matmul_v7},
-      {{"v8", "tensor cores (TF32)", "wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissa inputs", 80},
+      {{"v7", "warp tiling", "each warp a 64x32 sub-tile: conflict-free float4 shared reads, BK=16",
+        NNLAB_SM_MAXWELL},
+       matmul_v7},
+      {{"v8", "tensor cores (TF32)", "wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissa inputs",
+        NNLAB_SM_AMPERE},
        matmul_v8},
   };
 }

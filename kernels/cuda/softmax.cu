@@ -27,6 +27,9 @@
 //                      aligned, else scalar loads; the block's pairs merged by warp
 //                      shuffles, then across warps through shared memory. Attacks the
 //                      per-row latency of v3 on long rows.
+//
+// Oldest GPU: compute capability 5.0 for every version (NNLAB_SM_MAXWELL: _sync shuffles and
+// shared memory), compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
 #include <cfloat>
 #include <cstdint>
 
@@ -170,10 +173,17 @@ void softmax_v4(float* out, const float* in, int rows, int cols) {
 
 void add_softmax(Kernels& k) {
   k.softmax = {
-      {{"v1", "three-pass", "one thread per row: max, sum, write: 3 uncoalesced reads of the row", 50}, softmax_v1},
-      {{"v2", "online", "one thread per row, running max and rescaled sum in one pass: 2 reads", 50}, softmax_v2},
-      {{"v3", "warp-per-row", "32 lanes per row: coalesced loads, (max, sum) merged by shuffles", 50}, softmax_v3},
-      {{"v4", "block-per-row", "256 threads per row for long rows, float4 loads, shuffle + shared-memory merge", 50},
+      {{"v1", "three-pass", "one thread per row: max, sum, write: 3 uncoalesced reads of the row",
+        NNLAB_SM_MAXWELL},
+       softmax_v1},
+      {{"v2", "online", "one thread per row, running max and rescaled sum in one pass: 2 reads",
+        NNLAB_SM_MAXWELL},
+       softmax_v2},
+      {{"v3", "warp-per-row", "32 lanes per row: coalesced loads, (max, sum) merged by shuffles",
+        NNLAB_SM_MAXWELL},
+       softmax_v3},
+      {{"v4", "block-per-row", "256 threads per row for long rows, float4 loads, shuffle + shared-memory merge",
+        NNLAB_SM_MAXWELL},
        softmax_v4},
   };
 }

@@ -6,6 +6,10 @@
 // Compiled for the emulator only (lessons/09-cuda/CMakeLists.txt wraps it in a .cpp for the
 // host compiler, as kernels/cuda/CMakeLists.txt does for the real kernels); nvcc would
 // compile it too, but nobody should run it on a GPU.
+//
+// Oldest GPU: compute capability 5.0 (shared memory and __syncthreads): compile-checked for
+// 5.0, 5.2 and 5.3 like the real kernels (scripts/check_old_gpus.py), though no one should run
+// them on one.
 #include "kernels/cuda/cuda.h"
 #include "lessons/09-cuda/broken_kernels.h"
 

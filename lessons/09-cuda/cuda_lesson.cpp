@@ -139,7 +139,45 @@ std::vector<double> rung_speedups(const std::vector<cb::Result>& results) {
   return out;
 }
 
+std::vector<std::string> versions_needing_more_than(Device& dev, int sm) {
+  std::vector<std::string> out;
+  for (const cb::Op& op : cb::ops()) {
+    for (const cb::Variant& v : op.variants(dev)) {
+      if (v.peer || v.info.min_sm <= sm) continue;
+      out.push_back(op.name + " " + v.info.id + " (" + std::to_string(v.info.min_sm / 10) + "." +
+                    std::to_string(v.info.min_sm % 10) + ")");
+    }
+  }
+  return out;
+}
+
 // ---- part info ---------------------------------------------------------------------------------
+
+namespace {
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return out;
+}
+
+// Which GPUs run which versions: every version states the oldest compute capability it runs
+// on (KernelInfo::min_sm); the course's floor is 5.0, the oldest CUDA 12 compiles for.
+void print_gpu_generations(Device& dev) {
+  const std::vector<std::string> newer = versions_needing_more_than(dev, NNLAB_SM_MAXWELL);
+  std::cout << "Which GPUs run which versions (each version's oldest compute capability, KernelInfo::min_sm):\n"
+            << "  every version runs on compute capability 5.0 (Maxwell: GTX 750 Ti, GTX 960) and newer"
+            << (newer.empty() ? "" : ", except " + joined(newer)) << ".\n"
+            << "  CUDA 13 compiles for 7.5 and newer only: for an older card build with CUDA 12 (README, section 8).\n"
+            << "  On 5.x the kernels are compile-checked (scripts/check_old_gpus.py), never yet run.\n";
+  const kernels::cuda::DeviceInfo& d = dev.info();
+  if (d.emulated) return;
+  const std::vector<std::string> skipped = versions_needing_more_than(dev, d.sm);
+  std::cout << "  This GPU is " << d.sm / 10 << "." << d.sm % 10 << ": "
+            << (skipped.empty() ? "it runs every version" : "the harness skips " + joined(skipped)) << ".\n";
+}
+
+}  // namespace
 
 int run_info_part(Session& s) {
   title("Part info: which device runs the kernels");
@@ -155,6 +193,7 @@ int run_info_part(Session& s) {
     std::cout << "  Times below are GPU times: CUDA events around one launch, after warm-up runs, with the\n"
                  "  L2 cache flushed before each run (every run starts from DRAM); median of the runs.\n";
   }
+  print_gpu_generations(s.dev);
   return 0;
 }
 

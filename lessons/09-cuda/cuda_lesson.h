@@ -1,7 +1,8 @@
 // Lesson 09: CUDA. See lessons/09-cuda/README.md.
 //
 //   info      which device the lesson runs on: "on the GPU: <name>", or "EMULATED on the
-//             CPU: <why there is no GPU>", and what that means for the numbers
+//             CPU: <why there is no GPU>", and what that means for the numbers; which
+//             versions need a newer GPU than the oldest the course supports (5.0)
 //   ladder    the matmul ladder, v1 naive ... vN, validated then timed (kernels/cuda/bench/
 //             run.h) at a size that suits the device (4096 on a GPU, 128 emulated): each
 //             version's line, its speed-up over the previous rung and its ratio to cuBLAS
@@ -41,6 +42,11 @@ const std::vector<std::string>& fusion_ops();
 
 // "on the GPU: NVIDIA H100 ..." or "EMULATED on the CPU: <why>".
 std::string device_line(const kernels::cuda::Device& dev, const std::string& why_no_gpu);
+
+// The versions, of every op, that need a newer GPU than compute capability `sm` (10 * major +
+// minor), as "matmul v8 (8.0)", from each version's KernelInfo::min_sm: what a card of that
+// capability cannot run. versions_needing_more_than(dev, 53): a Jetson Nano's list.
+std::vector<std::string> versions_needing_more_than(kernels::cuda::Device& dev, int sm);
 
 // Speed-up of each timed non-peer version over the previous timed one (the rung below):
 // previous time / this time; 0 for the first rung and for untimed versions.
