@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -185,12 +186,15 @@ TEST_CASE("lesson 05: non-finite weights are never saved, nor loaded", "[lesson0
     refs.push_back({name, t.shape(), t.data()});
   }
   const std::string bad = dir.file("nan.safetensors");
-  nn::save_safetensors(bad, refs, ck.metadata, nn::NonFinite::Allow);  // a damaged file on purpose
+  std::map<std::string, std::string> meta = ck.metadata;
+  meta.erase("nnlab.checksum");  // the writer computes both checksums anew (nn/checkpoint.h)
+  meta.erase("nnlab.header_checksum");
+  nn::save_safetensors(bad, refs, meta, nn::NonFinite::Allow);  // a damaged file on purpose
   auto l = quick_chars(dir.file("corpus.txt"), dir.file("l"), "rnn");
   l.iters = 0;
   l.load = bad;
   REQUIRE_THAT(testing::error_of([&] { seqlab::run_char_task(l, log); }),
-               Catch::Contains(bad) && Catch::Contains("'" + first + "'") && Catch::Contains("flat index 2"));
+               Catch::Contains(bad) && Catch::Contains("'" + first + "'") && Catch::Contains("index 2"));
 }
 
 TEST_CASE("the plant task trains and scores every model on the same rows", "[lesson05]") {
