@@ -57,9 +57,10 @@ rm -rf "$probe_dir"
 launcher=()
 if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  mkdir -p "$BUILD"
   CC="$CC_FOR_FUZZ" CXX="$CXX_FOR_FUZZ" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DNNLAB_FUZZ=ON -DNNLAB_CUDA=OFF -DNNLAB_NATIVE=OFF -DNNLAB_BUILD_TESTS=OFF "${launcher[@]}" > "$BUILD.configure.log" 2>&1 \
-    || { echo "error: configuring $BUILD failed (see $BUILD.configure.log)" >&2; tail -20 "$BUILD.configure.log" >&2; exit 2; }
+    -DNNLAB_FUZZ=ON -DNNLAB_CUDA=OFF -DNNLAB_NATIVE=OFF -DNNLAB_BUILD_TESTS=OFF "${launcher[@]}" > "$BUILD/configure.log" 2>&1 \
+    || { echo "error: configuring $BUILD failed (see $BUILD/configure.log)" >&2; tail -20 "$BUILD/configure.log" >&2; exit 2; }
 fi
 t0=$(date +%s)
 if ! cmake --build "$BUILD" --target "${NAMES[@]}" > "$BUILD/build.log" 2>&1; then
