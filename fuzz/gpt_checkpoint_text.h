@@ -84,13 +84,14 @@ inline DescribedCheckpoint describe_checkpoint(std::string_view text) {
   return d;
 }
 
-// Writes the described checkpoint to `path` (nn::Error when the writer refuses it, e.g. a
-// metadata key the writer reserves).
+// Writes the described checkpoint to `path`, NaN and infinity included (a file as a bug or
+// a hand edit could leave it: what the loader must refuse); nn::Error when the writer refuses
+// the description (e.g. a metadata key the writer reserves).
 inline void write_described_checkpoint(const std::string& path, std::string_view text) {
   const DescribedCheckpoint d = describe_checkpoint(text);
   std::vector<nn::TensorRef> refs;
   for (const auto& [name, shape] : d.shapes) refs.push_back({name, shape, d.values.at(name).data()});
-  nn::save_safetensors(path, refs, d.metadata);
+  nn::save_safetensors(path, refs, d.metadata, nn::NonFinite::Allow);
 }
 
 }  // namespace fuzz

@@ -63,7 +63,9 @@ from typing import Callable, Optional
 
 # ---- the safetensors format (nn/checkpoint.h) ----------------------------------------------
 # 8-byte little-endian header length N, N bytes of JSON, then the raw little-endian float32
-# data. nnlab adds "nnlab.checksum": 64-bit FNV-1a of the data section (format nnlab-gpt-1).
+# data. nnlab adds "nnlab.checksum", 64-bit FNV-1a of the data section, and (since issue 17)
+# "nnlab.header_checksum", FNV-1a of the rest of the header as nn/checkpoint.h spells it out.
+CHECKSUM_KEYS = ("nnlab.checksum", "nnlab.header_checksum")
 
 
 def fnv1a64(data: bytes) -> int:
@@ -116,19 +118,43 @@ def st_problem(path: Path) -> Optional[str]:
     return None
 
 
+def header_checksum(meta: dict, entries: dict) -> int:
+    """nnlab.header_checksum (nn/checkpoint.h): FNV-1a over length-prefixed fields: every
+    metadata key and value in key order (the checksums left out), "__tensors__", then per
+    tensor in name order its name, its dtype, its dims each followed by ',' and "begin,end"."""
+    def field(text: str) -> bytes:
+        b = text.encode("utf-8", "surrogatepass")
+        return struct.pack("<Q", len(b)) + b
+    buf = b"".join(field(k) + field(v) for k, v in sorted(meta.items()) if k not in CHECKSUM_KEYS)
+    buf += field("__tensors__")
+    for name in sorted(entries):
+        e = entries[name]
+        buf += field(name) + field(e["dtype"]) + field("".join(f"{d}," for d in e["shape"]))
+        buf += field("%d,%d" % tuple(e["data_offsets"]))
+    return fnv1a64(buf)
+
+
 def checksum_scheme(raw: bytes) -> str:
-    """'data' when the file's nnlab.checksum is FNV-1a of its data section (nnlab-gpt-1), else 'unknown'."""
+    """How a file of the build under test is signed: 'data+header' (both checksums, as
+    nn/checkpoint.h documents them), 'data' (the data checksum only: format nnlab-gpt-1 before
+    issue 17), or 'unknown' (then the campaign writes its files unsigned, as another writer
+    would)."""
     head, _, data = st_split(raw)
-    want = head.get("__metadata__", {}).get("nnlab.checksum")
-    return "data" if want == f"{fnv1a64(data):016x}" else "unknown"
+    meta = head.get("__metadata__", {})
+    entries = {k: v for k, v in head.items() if k != "__metadata__"}
+    if meta.get("nnlab.checksum") != f"{fnv1a64(data):016x}":
+        return "unknown"
+    if "nnlab.header_checksum" not in meta:
+        return "data"
+    return "data+header" if meta["nnlab.header_checksum"] == f"{header_checksum(meta, entries):016x}" else "unknown"
 
 
 def st_build(tensors: list, metadata: dict, scheme: str = "data", header_text: Optional[str] = None) -> bytes:
-    """Bytes of a safetensors file. tensors: [(name, shape, floats, dtype='F32')]. With
-    scheme 'data' the nnlab.checksum of format nnlab-gpt-1 is added (so a file the campaign
-    writes passes the integrity check of that format and reaches the checks behind it);
-    with any other scheme none is (a writer that is not nnlab's). header_text replaces the
-    JSON header verbatim (for malformed headers)."""
+    """Bytes of a safetensors file. tensors: [(name, shape, floats, dtype='F32')]. With scheme
+    'data' or 'data+header' the file is signed as the build under test signs its own (so it
+    passes the integrity check and reaches the checks behind it); with any other scheme it is
+    unsigned (a writer that is not nnlab's). header_text replaces the JSON header verbatim
+    (for malformed headers)."""
     data = bytearray()
     entries = {}
     for t in tensors:
@@ -141,10 +167,11 @@ def st_build(tensors: list, metadata: dict, scheme: str = "data", header_text: O
             blob = bytes(width * len(values))
         entries[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [len(data), len(data) + len(blob)]}
         data += blob
-    meta = dict(metadata)
-    meta.pop("nnlab.checksum", None)
-    if scheme == "data":
+    meta = {k: v for k, v in metadata.items() if k not in CHECKSUM_KEYS}
+    if scheme in ("data", "data+header"):
         meta["nnlab.checksum"] = f"{fnv1a64(bytes(data)):016x}"
+    if scheme == "data+header":
+        meta["nnlab.header_checksum"] = f"{header_checksum(meta, entries):016x}"
     if header_text is None:
         head = {"__metadata__": dict(sorted(meta.items()))}
         head.update(entries)
@@ -1025,15 +1052,19 @@ class Builder:
                           names=["ck.safetensors", *names_extra], setup=setup, out_dir="out", mem_mb=mem_mb,
                           quick=quick and cname in quick_consumers, context=ctx))
 
-    def edit_metadata(self, raw: bytes, key: str, value: Optional[str]) -> bytes:
+    def edit_metadata(self, raw: bytes, key: str, value: Optional[str], unsigned: bool = False) -> bytes:
         """The file with one metadata value replaced in the header text (None: the entry removed);
-        nothing else changes: the data section and its checksum stay as they were."""
+        nothing else changes: the data section and the checksums stay as they were (unsigned:
+        the checksums are removed, as in a file another writer made)."""
         head, hb, data = st_split(raw)
         meta = dict(head["__metadata__"])
         if value is None:
             meta.pop(key)
         else:
             meta[key] = value
+        if unsigned:
+            for k in CHECKSUM_KEYS:
+                meta.pop(k, None)
         head["__metadata__"] = meta
         text = json.dumps(head, separators=(",", ":"))
         hb2 = text.encode()
@@ -1042,7 +1073,7 @@ class Builder:
 
     def checkpoint_metadata_cases(self):
         fx = self.fx
-        keys = sorted(k for k in fx.ck_meta if k != "nnlab.checksum")
+        keys = sorted(k for k in fx.ck_meta if k != "nnlab.checksum")  # (a header checksum is edited too)
         values = ["abc", "-5", "nan", "inf", "", "1.5", "99999999999999999999", "<digit>", "<removed>"]
         for key in keys:
             orig = fx.ck_meta[key]
@@ -1059,11 +1090,34 @@ class Builder:
                 label = {"<digit>": "one-digit-changed", "<removed>": "removed"}.get(v, v or "empty")
                 which = ["sample"] + (["resume"] if v in ("abc", "-5", "nan", "<digit>", "<removed>") else []) + \
                     (["eval"] if v in ("abc", "nan") else [])
+                # Without its header checksum a file reads as the format before it (the data
+                # checksum only), which loads: either outcome is right.
+                old_format = key == "nnlab.header_checksum" and new is None
                 self.ck_case("checkpoint-metadata", f"{key}={label}",
                              f"metadata '{key}' = {new!r} (was {orig!r}), the data untouched",
                              lambda key=key, new=new: self.edit_metadata(fx.ck_raw, key, new), self.ck_consumers(which),
+                             expect="either" if old_format else "error",
                              names_extra=[key], quick_consumers=("gpt-sample",) if v in ("abc", "-5", "nan", "<digit>")
                              else (), quick=True)
+        # The same edits in a file without checksums (as PyTorch or numpy would write it, which
+        # loads): past no integrity check, each value must be refused on its own, naming its key.
+        # Only values that are wrong for the key whatever the file held (a free-text key like
+        # corpus takes any text; a plausible number cannot be told from the right one).
+        unsigned_values = ["abc", "-5", "nan", "inf", "", "99999999999999999999", "<removed>"]
+        for key in keys:
+            if key in CHECKSUM_KEYS or key == "corpus":
+                continue
+            for v in unsigned_values:
+                if key == "best_val_loss" and v == "99999999999999999999":
+                    continue  # 1e20 is a float; a loss that large is odd, not impossible
+                new = None if v == "<removed>" else v
+                label = {"<removed>": "removed"}.get(v, v or "empty")
+                which = ["sample"] + (["resume"] if v in ("-5", "nan", "<removed>") else [])
+                self.ck_case("checkpoint-metadata", f"{key}={label},unsigned",
+                             f"metadata '{key}' = {new!r} in a file without checksums (another writer's)",
+                             lambda key=key, new=new: self.edit_metadata(fx.ck_raw, key, new, unsigned=True),
+                             self.ck_consumers(which), names_extra=[key],
+                             quick_consumers=("gpt-sample",) if v == "nan" else (), quick=True)
         # the vocabulary: one hex digit changed, at several places; odd length; upper case
         vh = fx.ck_meta["vocab_hex"]
         edits = {
@@ -1092,7 +1146,8 @@ class Builder:
                 self.add_l04_case(f"checkpoint-metadata/lesson04-eval/{key}={v.strip('<>')}",
                                   f"lesson04 --part eval: metadata '{key}' = {new!r}",
                                   lambda key=key, new=new: self.edit_metadata(l04, key, new), [key],
-                                  quick=(key, v) in (("pixel_mean", "nan"), ("pixel_std", "0"), ("channels", "abc")))
+                                  quick=(key, v) in (("pixel_mean", "nan"), ("pixel_std", "0"), ("channels", "abc")),
+                                  expect="either" if (key, new) == ("nnlab.header_checksum", None) else "error")
         l05 = fx.l05_ck.read_bytes()
         l05_meta = st_split(l05)[0]["__metadata__"]
         for key in sorted(k for k in l05_meta if k != "nnlab.checksum"):
@@ -1111,7 +1166,8 @@ class Builder:
                     (d / "in" / "ck.safetensors").write_bytes(self.edit_metadata(l05, key, new))
                 self.add(Case(id=f"checkpoint-metadata/lesson05-load/{key}={v.strip('<>')}", cls="checkpoint-metadata",
                               desc=f"lesson05 --load: metadata '{key}' = {new!r}",
-                              argv=self.context_argv(("lesson05",)) + ["--load", "in/ck.safetensors"], expect="error",
+                              argv=self.context_argv(("lesson05",)) + ["--load", "in/ck.safetensors"],
+                              expect="either" if (key, new) == ("nnlab.header_checksum", None) else "error",
                               names=["ck.safetensors", key], setup=setup, out_dir="out",
                               quick=(key, v) == ("vocab", "<digit>"), context="lesson05"))
 
@@ -1383,15 +1439,25 @@ class Builder:
                       argv=train(["--max-iters"]) + ["--max-iters", "4", "--resume", "out/last.safetensors"], expect="ok",
                       setup=seeded, check=log_appended, keep_finite=["out/best.safetensors"],
                       out_dir="out", quick=True, context="gpt train"))
+        # A full disk is /dev/full, reached through a link in the case's folder: a program that
+        # writes a file by renaming a temporary over its path then replaces the link, never the
+        # device (as root, a rename over /dev/full itself replaces the machine's device node).
+        def full_link(d, name="full.log"):
+            os.symlink("/dev/full", d / name)
+
+        def seeded_full(d):
+            self.seeded_outdir(d)
+            full_link(d)
         self.add(Case(id="resume-outdir-log/log-dev-full", cls="resume-outdir-log",
-                      desc="--log /dev/full: every write fails (a full disk)", argv=train() + ["--log", "/dev/full"],
-                      expect="error", names=["/dev/full"], out_dir="out", quick=True, context="gpt train"))
+                      desc="--log to /dev/full (a link to it): every write fails, as on a full disk",
+                      argv=train() + ["--log", "full.log"], setup=full_link, expect="error",
+                      names=["full.log", "/dev/full"], out_dir="out", quick=True, context="gpt train"))
         self.add(Case(id="resume-outdir-log/resume-log-dev-full", cls="resume-outdir-log",
-                      desc="--resume with --log /dev/full", argv=train(["--max-iters"]) +
-                      ["--max-iters", "4", "--resume", "out/last.safetensors", "--log", "/dev/full"],
-                      expect="error", names=["/dev/full"], setup=seeded, keep_finite=["out/best.safetensors",
-                                                                                      "out/last.safetensors"],
-                      out_dir="out", context="gpt train"))
+                      desc="--resume with --log to /dev/full", argv=train(["--max-iters"]) +
+                      ["--max-iters", "4", "--resume", "out/last.safetensors", "--log", "full.log"],
+                      expect="error", names=["full.log", "/dev/full"], setup=seeded_full,
+                      keep_finite=["out/best.safetensors", "out/last.safetensors"], out_dir="out",
+                      context="gpt train"))
         self.add(Case(id="resume-outdir-log/log-is-directory", cls="resume-outdir-log",
                       desc="--log names a directory", argv=train() + ["--log", "logdir"], expect="error",
                       names=["logdir"], setup=lambda d: (d / "logdir").mkdir(), out_dir="out", context="gpt train"))
@@ -1474,8 +1540,11 @@ class Builder:
                       check=lambda r, d: None if re.search(r"dump", r.stdout + r.stderr, re.I) else
                       "--dump-step 99 never came in a 2-step run, and nothing said so", context="gpt train"))
         self.add(Case(id="resume-outdir-log/dump-path-dev-full", cls="resume-outdir-log",
-                      desc="--dump-path /dev/full", argv=train() + ["--dump-step", "1", "--dump-path", "/dev/full"],
-                      expect="error", names=["/dev/full"], out_dir="out", context="gpt train"))
+                      desc="--dump-path to /dev/full (a link to it)", setup=lambda d: full_link(d, "full.dump"),
+                      argv=train() + ["--dump-step", "1", "--dump-path", "full.dump"],
+                      check=lambda r, d: None if (d / "full.dump").is_symlink() else
+                      "exit 0, and full.dump, a link to /dev/full, was replaced by a file",
+                      expect="either", names=["full.dump", "/dev/full"], out_dir="out", context="gpt train"))
 
     # -- the smaller ones ----------------------------------------------------------------------
 
@@ -1576,6 +1645,15 @@ def main() -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="print every case as it ends")
     args = ap.parse_args()
 
+    # Cases read /dev/null and /dev/zero and write to /dev/full: they must be the devices. (A
+    # program that writes a checkpoint by renaming over its path, run as root, replaces them.)
+    devices = {"/dev/null": (1, 3), "/dev/zero": (1, 5), "/dev/full": (1, 7)}
+    broken = [p for p in devices if not stat_is_char_device(p)]
+    if broken:
+        print(f"error: {', '.join(broken)} is not the character device it should be (a program replaced it?): "
+              f"the cases that use it would be judged wrong. Restore it as root, e.g. "
+              f"`rm /dev/full && mknod -m 666 /dev/full c 1 7` (null: c 1 3, zero: c 1 5)", file=sys.stderr)
+        return 2
     bindir = Path(args.bin).resolve()
     if not (bindir / "nnlab").is_file():
         print(f"error: no nnlab in {bindir}: build it first (cmake --build build/release --target nnlab) "
@@ -1681,6 +1759,9 @@ def main() -> int:
         run_one(item)
     elapsed = time.monotonic() - t_start
 
+    # A device a case replaced is a finding of its own, whatever the cases' outcomes said.
+    replaced = [p for p in devices if not stat_is_char_device(p)]
+
     # ---- the report
     classes = sorted({c.cls for c in cases}, key=lambda k: [c.cls for c in cases].index(k))
     cols = OUTCOMES + ["skipped"]
@@ -1712,6 +1793,9 @@ def main() -> int:
         for c in failing:
             res = results[c.id]
             print(f"  {res['outcome']:13} {c.id}\n                {res['detail'][:300]}\n                $ {res['cmd'][:300]}")
+    if replaced:
+        print(f"\nDEVICE REPLACED: {', '.join(replaced)} is no longer a character device after the run: a "
+              f"program wrote a file over it. Restore it (see --help) before trusting any other run.")
     print(f"\ncrashes {totals['crash']}, hangs {totals['hang']}, memory blow-ups {totals['memory']}, "
           f"silent wrong results {totals['silent-wrong']}, work lost {totals['lost-work']}, "
           f"bad errors {totals['bad-error']}, good input refused {totals['refused-good']}; "
@@ -1746,7 +1830,15 @@ def main() -> int:
         if skipped:
             md += ["", f"{len(skipped)} cases skipped: " + "; ".join(f"{k}: {v}" for k, v in bad_baselines.items())]
         Path(args.markdown).write_text("\n".join(md) + "\n")
-    return 1 if failing else 0
+    return 1 if failing or replaced else 0
+
+
+def stat_is_char_device(path: str) -> bool:
+    import stat
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def shell_quote(s: str) -> str:

@@ -39,7 +39,7 @@ using Catch::Contains;
 std::string fixture(const std::string& name) { return std::string(NNLAB_SOURCE_DIR) + "/tests/fixtures/fuzz/" + name; }
 
 // The bytes of the virtual memory this process has mapped now (VmSize), or 0.
-uint64_t vm_size_bytes() {
+[[maybe_unused]] uint64_t vm_size_bytes() {
   std::ifstream status("/proc/self/status");
   std::string key;
   while (status >> key) {
