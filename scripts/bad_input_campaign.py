@@ -1661,6 +1661,17 @@ def main() -> int:
         return 2
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="nnlab-campaign-"))
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        return campaign(args, bindir, work, devices)
+    finally:
+        if not args.keep and not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+        elif args.keep:
+            print(f"cases kept in {work}/cases (numbered in list order; replay a case with the command shown, "
+                  f"from its folder)", file=sys.stderr)
+
+
+def campaign(args, bindir: Path, work: Path, devices: dict) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NNLAB_", "OMP_"))}
     env.update({"OMP_NUM_THREADS": "1", "NNLAB_DATA": str(work / "fixtures" / "empty-data"), "LC_ALL": "C"})
     t_start = time.monotonic()
@@ -1800,12 +1811,6 @@ def main() -> int:
           f"silent wrong results {totals['silent-wrong']}, work lost {totals['lost-work']}, "
           f"bad errors {totals['bad-error']}, good input refused {totals['refused-good']}; "
           f"clear errors {totals['clear-error']}, correct {totals['correct']}, skipped {totals['skipped']}")
-    if not args.keep and not args.work:
-        shutil.rmtree(work, ignore_errors=True)
-    elif args.keep:
-        print(f"cases kept in {work}/cases (numbered in list order; replay a case with the command shown, "
-              f"from its folder)")
-
     record = {
         "schema": "nnlab-bad-input-campaign/1", "mode": mode, "bin": str(bindir),
         "date": datetime.datetime.now().isoformat(timespec="seconds"), "seconds": round(elapsed, 1),
