@@ -512,15 +512,13 @@ struct JValue {
   bool boolean = false;
   double number = 0.0;
   std::string str;
-  std::vector<JValue> items;                            // Array
-  std::vector<std::pair<std::string, JValue>> members;  // Object
+  std::vector<JValue> items;  // Array
+  // Object. A struct declared here and defined below, not std::pair<std::string, JValue>:
+  // clang with libstdc++ refuses a vector of pairs of the still-incomplete JValue.
+  struct Member;
+  std::vector<Member> members;
 
-  const JValue* get(const std::string& key) const {
-    for (const auto& m : members) {
-      if (m.first == key) return &m.second;
-    }
-    return nullptr;
-  }
+  const JValue* get(const std::string& key) const;
   double num(const std::string& key, double fallback = 0.0) const {
     const JValue* v = get(key);
     return v && v->kind == Kind::Number ? v->number : fallback;
@@ -534,6 +532,18 @@ struct JValue {
     return v && v->kind == Kind::Bool && v->boolean;
   }
 };
+
+struct JValue::Member {
+  std::string first;
+  JValue second;
+};
+
+const JValue* JValue::get(const std::string& key) const {
+  for (const auto& m : members) {
+    if (m.first == key) return &m.second;
+  }
+  return nullptr;
+}
 
 class JReader {
  public:
@@ -612,7 +622,7 @@ class JReader {
         space();
         std::string key = string();
         expect(':');
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.members.push_back({std::move(key), value(depth + 1)});
       } while (take(','));
       expect('}');
     } else if (c == '[') {
