@@ -35,7 +35,7 @@ void add_bench_options(CLI::App& app, BenchOptions& opts) {
   app.add_flag("--list", opts.list, "List the ops, their variants and sizes");
   app.add_option("-o,--out", opts.out_dir, "Folder for the JSON and markdown results");
   app.add_option("--name", opts.name, "File stem for the results (default: the op's name, or `all`)");
-  app.add_option("--seed", opts.seed, "Seed of the random inputs");
+  app.add_option("--seed", opts.seed, "Seed of the random inputs")->check(nn::Seed());
 }
 
 namespace {

@@ -43,7 +43,7 @@ CLI::App* add_cuda_command(CLI::App& app, CudaOptions& opts) {
   bench->add_flag("--list", opts.list, "List the ops, their versions on the device, and their sizes");
   bench->add_option("--json", opts.json, "Save the record as JSON here");
   bench->add_option("--md", opts.md, "Save the record as a markdown table here");
-  bench->add_option("--seed", opts.seed, "Seed of the random inputs")->capture_default_str();
+  bench->add_option("--seed", opts.seed, "Seed of the random inputs")->check(nn::Seed())->capture_default_str();
 
   CLI::App* goals = cuda->add_subcommand("goals", "PASS or FAIL for the issue's goals, from a `cuda bench --json` record");
   goals->add_option("--json", opts.goals_json, "The record to judge")->required();

@@ -56,7 +56,7 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--beta2", o.beta2, "AdamW beta2")->check(nn::FiniteRange(0.0, 0.9999999))->capture_default_str()->group(t);
   app.add_option("--eps", o.eps, "AdamW epsilon (> 0: where v is 0, m / (sqrt(v) + eps) would be 0 / 0)")->check(nn::FiniteRange(kMinEps, 1.0))->capture_default_str()->group(t);
   app.add_option("--grad-clip", o.grad_clip, "Clip the global gradient norm to this (0: off)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str()->group(t);
-  app.add_option("--seed", o.seed, "Seed: weights, batches, dropout, sampling")->capture_default_str()->group(t);
+  app.add_option("--seed", o.seed, "Seed: weights, batches, dropout, sampling")->check(nn::Seed())->capture_default_str()->group(t);
   app.add_option("--backend", o.backend, "naive (plain loops, the reference), cpu (SIMD + OpenMP kernels) or cuda "
                  "(the lesson-09 kernels on a GPU; NNLAB_DEVICE=emu: on the CPU emulator)")
       ->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str()->group(t);
@@ -105,7 +105,7 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   sample_cmd->add_option("--tokens", opts.sample.tokens, "Characters to generate")->check(CLI::Range(0, 10000000))->capture_default_str();
   sample_cmd->add_option("--temperature", opts.sample.temperature, "Temperature (0: greedy)")->check(nn::FiniteRange(0.0, 100.0))->capture_default_str();
   sample_cmd->add_option("--top-k", opts.sample.top_k, "Only the k most likely characters (0: all)")->check(CLI::Range(0, 65536))->capture_default_str();
-  sample_cmd->add_option("--seed", opts.sample.seed, "Seed of the draws")->capture_default_str();
+  sample_cmd->add_option("--seed", opts.sample.seed, "Seed of the draws")->check(nn::Seed())->capture_default_str();
   sample_cmd->add_option("--backend", opts.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
   sample_cmd->add_option("--precision", opts.train.precision, "cuda: auto, fp32, tf32 or bf16")->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str();
 
@@ -115,7 +115,7 @@ CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts) {
   eval_cmd->add_option("--val-fraction", opts.train.val_fraction, "As in training")->check(nn::FiniteRange(0.01, 0.5))->capture_default_str();
   eval_cmd->add_option("--eval-iters", opts.train.eval_iters, "Batches per split")->check(CLI::Range(1, 1000000))->capture_default_str();
   eval_cmd->add_option("--batch-size", opts.train.batch_size, "Sequences per batch")->check(CLI::Range(1, 65536))->capture_default_str();
-  eval_cmd->add_option("--seed", opts.train.seed, "Seed of the batches")->capture_default_str();
+  eval_cmd->add_option("--seed", opts.train.seed, "Seed of the batches")->check(nn::Seed())->capture_default_str();
   eval_cmd->add_option("--backend", opts.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
   eval_cmd->add_option("--precision", opts.train.precision, "cuda: auto, fp32, tf32 or bf16")->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str();
 
@@ -225,8 +225,10 @@ void apply_config_file(CLI::App& app, const std::string& path) {
     while (!key.empty() && key.front() == '-') key.erase(0, 1);
     std::replace(key.begin(), key.end(), '_', '-');
     CLI::Option* opt = app.get_option_no_throw("--" + key);
-    NN_CHECK(opt != nullptr && key != "config", where << ": unknown option '" << key
-                                                      << "' (see `nnlab gpt " << app.get_name() << " --help`)");
+    NN_CHECK(key != "config" && key != "help" && key != "help-all",
+             where << ": '" << key << "' cannot be set in a config file, only on the command line");
+    NN_CHECK(opt != nullptr, where << ": unknown option '" << key << "' (see `nnlab gpt " << app.get_name()
+                                   << " --help`)");
     const auto [it, first] = first_line.emplace(key, lineno);
     NN_CHECK(first, where << ": '" << key << "' is set again (first on line " << it->second
                           << "): which one is meant? keep one of the two lines");

@@ -6,10 +6,12 @@
 //
 //   app.add_option("--lr", o.lr, "...")->check(nn::FiniteRange(1e-9, 10.0));
 //   app.add_option("--threads", o.threads, "...")->check(nn::ThreadCount());
+//   app.add_option("--seed", o.seed, "...")->check(nn::Seed());
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -28,6 +30,31 @@ class FiniteRange : public CLI::Validator {
     func_ = [lo, hi](std::string& text) { return finite_number_problem(text, lo, hi); };
   }
 };
+
+// A whole number in [lo, hi], the whole text ("12x", "1.5", "1e3" fail). CLI11 reads
+// "99999999999999999999" into a uint64_t as its largest value and "-1" as 2^64 - 1 without
+// a word: a run would then use a seed nobody typed.
+class WholeNumber : public CLI::Validator {
+ public:
+  WholeNumber(long long lo, long long hi) {
+    std::ostringstream d;
+    d << "WHOLE in [" << lo << " - " << hi << "]";
+    description(d.str());
+    func_ = [lo, hi](std::string& text) -> std::string {
+      try {
+        parse_int(text, "value", lo, hi);
+      } catch (const Error& e) {
+        std::string what = e.what();
+        what = what.substr(0, what.find("  ["));  // without the file:line of the check
+        return what.substr(what.find(": ") + 2);  // and without parse_int's "value: "
+      }
+      return "";
+    };
+  }
+};
+
+// A seed: any whole number in [0, 2^63 - 1] (the range every seed flag shares).
+inline WholeNumber Seed() { return WholeNumber(0, std::numeric_limits<long long>::max()); }
 
 // The largest thread count a flag accepts: a few times the hardware's, so that a student
 // can still measure what oversubscription costs, but not 4096 threads on 2 cores (each

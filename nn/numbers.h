@@ -69,8 +69,10 @@ inline long long parse_int(std::string_view text, const std::string& what,
   if (!s.empty() && s.front() == '+') s.erase(0, 1);
   long long v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  NN_CHECK(!s.empty() && ec == std::errc() && end == s.data() + s.size(),
-           what << ": expected a whole number, got '" << text << "'");
+  const bool whole_text = !s.empty() && end == s.data() + s.size();
+  NN_CHECK(!(whole_text && ec == std::errc::result_out_of_range),
+           what << ": '" << text << "' is outside [" << lo << ", " << hi << "]");
+  NN_CHECK(whole_text && ec == std::errc(), what << ": expected a whole number, got '" << text << "'");
   NN_CHECK(v >= lo && v <= hi, what << ": " << v << " is outside [" << lo << ", " << hi << "]");
   return v;
 }

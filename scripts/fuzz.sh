@@ -18,7 +18,9 @@
 # replay it with <build>/fuzz/<name> <file>. Exit status: 0 when no fuzzer found anything,
 # 1 when one did (each listed), 2 when the fuzzers could not be built.
 # Needs clang and its libFuzzer: Debian 12 `apt-get install clang libclang-rt-14-dev`
-# (scripts/setup.sh does not install them: only this script needs them).
+# (scripts/setup.sh installs them). The build is configured with the tests on, so that
+# scripts/sanitize_loaders.sh can build the loaders' tests in it (SANITIZE_BUILD=build/fuzz),
+# but only the targets named are built.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +61,7 @@ if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=c
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   mkdir -p "$BUILD"
   CC="$CC_FOR_FUZZ" CXX="$CXX_FOR_FUZZ" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DNNLAB_FUZZ=ON -DNNLAB_CUDA=OFF -DNNLAB_NATIVE=OFF -DNNLAB_BUILD_TESTS=OFF "${launcher[@]}" > "$BUILD/configure.log" 2>&1 \
+    -DNNLAB_FUZZ=ON -DNNLAB_CUDA=OFF -DNNLAB_NATIVE=OFF -DNNLAB_BUILD_TESTS=ON "${launcher[@]}" > "$BUILD/configure.log" 2>&1 \
     || { echo "error: configuring $BUILD failed (see $BUILD/configure.log)" >&2; tail -20 "$BUILD/configure.log" >&2; exit 2; }
 fi
 t0=$(date +%s)

@@ -19,13 +19,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TAGS="${1:-[idx],[dataset],[text],[checkpoint],[bad-input],[fuzz-regression]}"
-BUILD=build/sanitize
+# SANITIZE_BUILD: the build folder. build/sanitize (the default) is configured here with the
+# sanitize preset (GCC); scripts/test_reliability.sh passes build/fuzz instead, which
+# scripts/fuzz.sh configured with clang, ASan and UBSan for the loaders: one build, not two.
+BUILD="${SANITIZE_BUILD:-build/sanitize}"
 if command -v ccache > /dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
 fi
 
 t0=$(date +%s)
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  if [ "$BUILD" != build/sanitize ]; then
+    echo "error: $BUILD is not configured (SANITIZE_BUILD names a build folder that must exist)" >&2
+    exit 2
+  fi
   cmake --preset sanitize > /dev/null
 fi
 cmake --build "$BUILD" --target nnlab_loader_tests

@@ -22,12 +22,15 @@ check_only=0
 # an OpenBLAS runtime is installed, and at the reference BLAS of libblas3 (plain loops,
 # many times slower) otherwise. libopenblas0 (which libopenblas-dev also pulls in) is
 # listed so that PyTorch's timings are never taken on the reference BLAS.
+# The loaders' fuzzers (scripts/fuzz.sh, run by scripts/test.sh): clang and its libFuzzer
+# and sanitizer runtimes.
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build
   catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev libopenblas0
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
   python3-torch
+  clang libclang-rt-14-dev
 )
 
 # ---- the old-GPU compile check's toolchain (scripts/check_old_gpus.py) ---------------------

@@ -49,8 +49,8 @@ std::vector<Flag> flags_of(const std::string& command) {
 
 }  // namespace
 
-TEST_CASE("every float flag refuses nan and inf, and every --threads flag far too many threads", "[cli]") {
-  int floats = 0, threads = 0;
+TEST_CASE("every float flag refuses nan and inf, every seed and limit overflow, every --threads flag far too many threads", "[cli]") {
+  int floats = 0, threads = 0, whole = 0;
   for (const char* command : kCommands) {
     const std::vector<Flag> flags = flags_of(command);
     INFO(command);
@@ -64,6 +64,17 @@ TEST_CASE("every float flag refuses nan and inf, and every --threads flag far to
           CHECK(r.status != 0);
           CHECK_THAT(r.output, Catch::Contains(f.name) && (Catch::Contains("finite") || Catch::Contains("range")));
           CHECK_THAT(r.output, !Catch::Contains("--no-such-flag"));  // refused before the unknown flag
+        }
+      }
+      if (f.name == "--seed" || f.name == "--limit-train" || f.name == "--limit-test") {
+        ++whole;
+        // CLI11 alone reads these into a uint64_t / int64_t saturated or wrapped, silently
+        for (const char* bad : {"99999999999999999999", "-1", "1.5", "12x"}) {
+          const auto r = testing::run_program("nnlab", std::string(command) + " " + f.name + " " + bad + " --no-such-flag");
+          INFO(command << " " << f.name << " " << bad << ": " << r.output);
+          CHECK(r.status != 0);
+          CHECK_THAT(r.output, Catch::Contains(f.name));
+          CHECK_THAT(r.output, !Catch::Contains("--no-such-flag"));
         }
       }
       if (f.name == "--threads") {
@@ -81,4 +92,5 @@ TEST_CASE("every float flag refuses nan and inf, and every --threads flag far to
   // flags; lessons 02, 03, 04, 10 and bench --threads)
   CHECK(floats >= 20);
   CHECK(threads >= 5);
+  CHECK(whole >= 14);  // every --seed, and lessons 02 and 04's --limit-train, --limit-test
 }

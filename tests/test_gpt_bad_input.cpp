@@ -495,7 +495,7 @@ TEST_CASE("gpt bad input: --max-iters 0 reports no best loss and no checkpoint i
   CHECK_FALSE(fs::exists(in_out(o, "best.safetensors")));
 }
 
-TEST_CASE("gpt bad input: a text without a newline: the prompt is checked before training", "[gpt][bad-input]") {
+TEST_CASE("gpt bad input: a text without a newline: the prompt is checked before training", "[gpt][bad-input][cli]") {
   testing::TempDir dir("gpt-no-newline");
   const std::string corpus = write_corpus(dir, "flat.txt", "to be or not to be that is the question ");
   gpt::TrainOptions o = tiny_options(dir, corpus);

@@ -66,6 +66,12 @@ TEST_CASE("gpt cli: bad input ends in a clear message and a non-zero exit", "[gp
   auto r = testing::run_program("nnlab", "gpt train --config " + q(cfg));
   CHECK(r.status != 0);
   CHECK_THAT(r.output, Catch::Contains("bad.toml:1: unknown option 'max-iterz'"));
+  for (const char* key : {"help", "config"}) {  // command-line only: never silently ignored
+    std::ofstream(cfg) << key << " = true\n";
+    r = testing::run_program("nnlab", "gpt train --config " + q(cfg));
+    CHECK(r.status != 0);
+    CHECK_THAT(r.output, Catch::Contains(std::string("bad.toml:1: '") + key + "' cannot be set in a config file"));
+  }
   r = testing::run_program("nnlab", "gpt train --n-head 0");
   CHECK(r.status != 0);
   CHECK_THAT(r.output, Catch::Contains("--n-head"));

@@ -738,7 +738,7 @@ void add_options(CLI::App& app, Options& opts) {
   app.add_option("--trace-steps", opts.trace_steps, "With --trace: how many training steps to print in full")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  app.add_option("--seed", opts.seed, "Seed for the initial weights and the nudges (same seed, same run)")
+  app.add_option("--seed", opts.seed, "Seed for the initial weights and the nudges (same seed, same run)")->check(nn::Seed())
       ->capture_default_str();
   app.add_option("--steps", opts.steps,
                  "Nudge steps; the gradient part gets the same number of loss evaluations")

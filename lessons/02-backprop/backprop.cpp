@@ -39,14 +39,14 @@ void add_options(CLI::App& app, Options& o) {
       ->check(nn::FiniteRange(0.0, 0.999))->capture_default_str()->group(g);
   app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")
       ->check(nn::FiniteRange(0.0, 1.0))->capture_default_str()->group(g);
-  app.add_option("--seed", o.seed, "Seed for initialisation and shuffling (same seed, same run)")
+  app.add_option("--seed", o.seed, "Seed for initialisation and shuffling (same seed, same run)")->check(nn::Seed())
       ->capture_default_str()->group(g);
   app.add_option("--threads", o.threads, "OpenMP threads (0 = OMP_NUM_THREADS or all cores)")
       ->check(nn::ThreadCount())->capture_default_str()->group(g);
   app.add_option("--limit-train", o.limit_train, "Use only the first N training images (0 = all)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(g);
+      ->check(nn::WholeNumber(0, std::numeric_limits<long long>::max()))->capture_default_str()->group(g);
   app.add_option("--limit-test", o.limit_test, "Use only the first N test images (0 = all)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(g);
+      ->check(nn::WholeNumber(0, std::numeric_limits<long long>::max()))->capture_default_str()->group(g);
   app.add_option("--out-dir", o.out_dir, "Where the log, checkpoint and predictions go")
       ->capture_default_str()->group(g);
 }

@@ -38,7 +38,7 @@ void add_seq_flags(CLI::App& app, SeqFlags& f, const std::string& default_out_di
       ->check(nn::FiniteRange(0.0, 1e6))->capture_default_str()->group(g);
   app.add_option("--eval-every", f.eval_every, "Iterations between validation passes (0: the part's default)")
       ->check(CLI::Range(0, 100000000))->group(g);
-  app.add_option("--seed", f.seed, "Seed for the weights and the sampling (same seed, same run)")
+  app.add_option("--seed", f.seed, "Seed for the weights and the sampling (same seed, same run)")->check(nn::Seed())
       ->capture_default_str()->group(g);
   app.add_option("--load", f.load, "Start from this checkpoint (it must be of the same model)")->group(g);
   auto* c = "Characters (part chars)";

@@ -16,6 +16,7 @@
 
 #include "nn/attention.h"
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 #include "nn/gradcheck.h"
 #include "nn/rng.h"
 
@@ -94,7 +95,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--part", o.part, "Which part to run")
       ->check(CLI::IsMember({"loops", "scale", "softmax", "multihead", "gradcheck", "all"}))
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of the random vectors (parts scale and gradcheck)")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the random vectors (parts scale and gradcheck)")->check(nn::Seed())->capture_default_str();
   app.add_option("--queries", o.queries, "Part scale: random queries per head size")
       ->check(CLI::Range(10, 10000000))->capture_default_str();
   app.add_option("--keys", o.keys, "Part scale: keys each query is scored against (the softmax's length)")

@@ -35,7 +35,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--json-dir", o.json_dir, "Write each part's results to <dir>/lesson10-<part>.json");
   app.add_option("--tokens", o.tokens, "Tokens generated per measurement (0: the part's default)")
       ->check(CLI::Range(0, 1000000))->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of models, batches and draws")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of models, batches and draws")->check(nn::Seed())->capture_default_str();
   app.callback([&o] {
     const char* q = std::getenv("NNLAB_QUICK");
     if (q != nullptr && std::string(q) == "1") o.quick = true;
