@@ -162,13 +162,13 @@ TEST_CASE("lesson 07's README quotes what part scale prints, and names its exerc
 }
 
 TEST_CASE("lesson 07's README points the debugger at the line after the softmax", "[lesson07][docs]") {
-  // The README says: break attention_lesson.cpp:185, just after a row's softmax.
+  // The README says: break attention_lesson.cpp:186, just after a row's softmax.
   const std::string readme = testing::read_text(std::string(NNLAB_SOURCE_DIR) + "/lessons/07-attention/README.md");
-  REQUIRE_THAT(readme, Catch::Contains("break attention_lesson.cpp:185 "));
+  REQUIRE_THAT(readme, Catch::Contains("break attention_lesson.cpp:186 "));
   std::istringstream src(testing::read_text(std::string(NNLAB_SOURCE_DIR) + "/lessons/07-attention/attention_lesson.cpp"));
   std::string line;
-  for (int n = 1; n <= 185 && std::getline(src, line); ++n) {
-    if (n == 184) REQUIRE_THAT(line, Catch::Contains("// out_t = sum_t2 att[t2] v_t2"));
+  for (int n = 1; n <= 186 && std::getline(src, line); ++n) {
+    if (n == 185) REQUIRE_THAT(line, Catch::Contains("// out_t = sum_t2 att[t2] v_t2"));
   }
   REQUIRE_THAT(line, Catch::Contains("for (int i = 0; i < hs; ++i) {"));
 }

@@ -1,7 +1,5 @@
 // Reference solution of exercise 16_tiled_matmul (lesson 09). Try it yourself first:
-// exercises/16_tiled_matmul/tiled_matmul.cu.
-//
-// Oldest GPU: compute capability 5.0, as the exercise (scripts/check_old_gpus.py).
+// exercises/16_tiled_matmul/tiled_matmul.cu. Oldest GPU: compute capability 5.0, as the exercise.
 #include "exercises/16_tiled_matmul/tiled_matmul.h"
 
 #include <cstddef>
