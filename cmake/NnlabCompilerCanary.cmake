@@ -19,7 +19,9 @@
 #                                (kernels/simd.h) keep AVX-512
 #   2. -mno-avx512f              give up AVX-512: the kernels use their AVX2 path
 # The first that makes every canary pass is added to every target (nnlab_options). If none
-# does, configuration stops and says what to do. The configure output says what was found
+# does, configuration stops and says what to do. When the flags target instructions this CPU
+# lacks (the canaries die of SIGILL), nothing can be checked here: the first workaround is
+# applied as a precaution, with a warning. The configure output says what was found
 # and done; `nnlab info` says it again.
 #
 # Results:
@@ -52,6 +54,7 @@ function(nnlab_run_canaries ok report flags link_flags)
   file(MAKE_DIRECTORY "${dir}")
   file(GLOB sources "${PROJECT_SOURCE_DIR}/cmake/canary/*.cpp")
   set(all_ok TRUE)
+  set(cannot_run FALSE)
   set(text "")
   foreach(src IN LISTS sources)
     get_filename_component(name "${src}" NAME_WE)
@@ -66,6 +69,11 @@ function(nnlab_run_canaries ok report flags link_flags)
     endif()
     execute_process(COMMAND ${dir}/${name} RESULT_VARIABLE ran OUTPUT_VARIABLE out ERROR_VARIABLE out
                     TIMEOUT 30)
+    if(ran MATCHES "Illegal instruction")
+      # Built for instructions this CPU does not have (e.g. -march=x86-64-v4 on an AVX2 CPU):
+      # the program cannot say anything about the compiler here.
+      set(cannot_run TRUE)
+    endif()
     if(NOT ran EQUAL 0)
       set(all_ok FALSE)
       string(REGEX REPLACE "\n$" "" out "${out}")
@@ -75,6 +83,7 @@ function(nnlab_run_canaries ok report flags link_flags)
   endforeach()
   set(${ok} ${all_ok} PARENT_SCOPE)
   set(${report} "${text}" PARENT_SCOPE)
+  set(NNLAB_CANARY_CANNOT_RUN ${cannot_run} PARENT_SCOPE)
 endfunction()
 
 function(nnlab_compiler_canary cpu_flags sanitize_flags)
@@ -109,7 +118,21 @@ function(nnlab_compiler_canary cpu_flags sanitize_flags)
   message(STATUS "nnlab: compiler canary: ${n} programs, ${compiler}, flags: ${shown}")
   nnlab_run_canaries(ok report "${flags}" "${link_flags}")
   set(workaround "")
-  if(ok)
+  if(NNLAB_CANARY_CANNOT_RUN)
+    # The flags target a CPU this one is not (a build for another machine, or the compile-only
+    # AVX-512 level of scripts/test_simd_paths.sh on an AVX2 CPU): the canaries cannot run, so
+    # nothing is known. The first workaround costs nothing measurable (docs/platforms.md): it is
+    # applied as a precaution, and said.
+    set(workaround "-fno-tree-slp-vectorize")
+    include(CheckCXXCompilerFlag)
+    check_cxx_compiler_flag("${workaround}" NNLAB_HAS_FLAG_fno_tree_slp_vectorize)
+    if(NOT NNLAB_HAS_FLAG_fno_tree_slp_vectorize)
+      set(workaround "")
+    endif()
+    set(summary "NOT RUN: this CPU cannot execute code built with ${shown} (it lacks an instruction set they enable), precaution applied: ${workaround}")
+    message(WARNING "nnlab: compiler canary ${summary}. Run the build's tests on a CPU that has "
+                    "the instructions these flags enable before trusting it.")
+  elseif(ok)
     set(summary "passed (${n} programs, ${compiler}, ${shown}): no workaround needed")
     message(STATUS "nnlab: compiler canary ${summary}")
   else()
