@@ -149,7 +149,8 @@ void add_gpt_subcommands(CLI::App& cmd, CliOptions& opts) {
 //   `[train]` for a subcommand and `max_iters` for another key than `max-iters`:
 //   ConfigReader reads the lines instead (split_config_line) and hands CLI11 one value a key;
 // - it keeps the first of two lines setting one key and ignores the second without a word:
-//   ConfigReader refuses the second;
+//   ConfigReader refuses the second; and it takes a key `++` for a section's start, accepted
+//   without a word: refused as the unknown key it is;
 // - its messages name the key, not the line: ConfigReader remembers the lines (explain).
 
 namespace {
@@ -243,6 +244,8 @@ class ConfigReader : public CLI::ConfigBase {
       // `--max-iters`, `max-iters` and `max_iters` are one key
       while (!l.key.empty() && l.key.front() == '-') l.key.erase(0, 1);
       std::replace(l.key.begin(), l.key.end(), '_', '-');
+      // CLI11 takes an item named "++" for the start of a section and accepts it silently
+      NN_CHECK(l.key != "++", where(n) << ": unknown option '++'");
       const auto [it, first] = first_line.emplace(l.key, n);
       NN_CHECK(first, where(n) << ": '" << l.key << "' is set again (first on line " << it->second
                                << "): which one is meant? keep one of the two lines");

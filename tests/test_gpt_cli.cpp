@@ -140,5 +140,8 @@ TEST_CASE("gpt cli: config files through CLI11: flags, lists, the command line w
     gpt::CliOptions opts;
     CHECK_THAT(testing::error_of([&] { parse("lr = 0.01\nlearning_rate = 0.01\n", "train", "", opts); }),
                Catch::Contains(cfg + ":2: unknown option 'learning-rate' (see `nnlab gpt train --help`)"));
+    // a name CLI11 gives a meaning of its own (a section's start) is no key either
+    CHECK_THAT(testing::error_of([&] { parse("++ = 5\n", "train", "", opts); }),
+               Catch::Contains(cfg + ":1: unknown option '++'"));
   }
 }
