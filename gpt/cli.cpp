@@ -2,7 +2,6 @@
 #include "gpt/cli.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
