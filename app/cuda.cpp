@@ -17,14 +17,12 @@ namespace app {
 
 namespace cb = kernels::cuda::bench;
 
-CLI::App* add_cuda_command(CLI::App& app, CudaOptions& opts) {
-  CLI::App* cuda = app.add_subcommand(
-      "cuda", "The CUDA kernels (lesson 09): which device, benchmark every version, check the goals");
-  cuda->require_subcommand(1);
+void add_cuda_subcommands(CLI::App& cmd, CudaOptions& opts) {
+  cmd.require_subcommand(1);
 
-  cuda->add_subcommand("info", "The device that would be used (GPU, or the emulator and why) and the ops on it");
+  cmd.add_subcommand("info", "The device that would be used (GPU, or the emulator and why) and the ops on it");
 
-  CLI::App* bench = cuda->add_subcommand(
+  CLI::App* bench = cmd.add_subcommand(
       "bench", "Validate, then time, every version of the CUDA ops on the device, against measured ceilings");
   bench->add_option("ops", opts.ops, "Ops to run (none: every one; see --list)");
   bench->add_option("--device", opts.device, "gpu or emu (default: NNLAB_DEVICE, else the GPU if there is one)")
@@ -45,9 +43,8 @@ CLI::App* add_cuda_command(CLI::App& app, CudaOptions& opts) {
   bench->add_option("--md", opts.md, "Save the record as a markdown table here");
   bench->add_option("--seed", opts.seed, "Seed of the random inputs")->check(nn::Seed())->capture_default_str();
 
-  CLI::App* goals = cuda->add_subcommand("goals", "PASS or FAIL for the issue's goals, from a `cuda bench --json` record");
+  CLI::App* goals = cmd.add_subcommand("goals", "PASS or FAIL for the issue's goals, from a `cuda bench --json` record");
   goals->add_option("--json", opts.goals_json, "The record to judge")->required();
-  return cuda;
 }
 
 namespace {

@@ -37,8 +37,9 @@ struct CudaOptions {
   std::string goals_json;
 };
 
-// Adds `cuda` and its subcommands to `app`; returns the `cuda` subcommand.
-CLI::App* add_cuda_command(CLI::App& app, CudaOptions& opts);
+// Adds the subcommands of `nnlab cuda` (info, bench, goals) to `cmd`, the front door's
+// `cuda` command (app/nnlab.cpp).
+void add_cuda_subcommands(CLI::App& cmd, CudaOptions& opts);
 int run_cuda_command(CLI::App& cuda_cmd, const CudaOptions& opts);
 
 }  // namespace app

@@ -9,6 +9,7 @@
 //   nnlab gpt diff   a.safetensors b.safetensors             per-tensor max relative error
 // Every hyper-parameter is a flag, and any flag can come from a config file instead
 // (--config FILE: `lr = 0.001` lines, see apply_config_file; flags on the command line win).
+// The step timing and the PyTorch comparison of `gpt bench` are gpt/bench.h.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,22 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "gpt/bench.h"
 #include "gpt/train.h"
 
 namespace gpt {
-
-struct BenchOptions {
-  int iters = 30, warmup = 5;
-  // ours: "naive", "cpu", "cuda" (at --precision) or "cuda:fp32" / "cuda:tf32" / "cuda:bf16"
-  std::vector<std::string> backends = {"cpu"};
-  bool naive = false;      // also time the naive backend (slow)
-  bool profile = false;    // also a per-op time table of each backend (gpt/profile.h)
-  bool torch = true;       // run the PyTorch reference in the same run
-  std::string torch_settings = "all";   // CPU: the thread settings to try
-  std::string torch_modes = "eager,compile";  // GPU: eager and/or torch.compile
-  std::string json;        // write the results here
-  std::string markdown;    // and a table here
-};
 
 struct CliOptions {
   TrainOptions train;
@@ -53,21 +42,19 @@ struct CliOptions {
 // and --config FILE.
 void add_train_flags(CLI::App& app, TrainOptions& o);
 // Reads the config file of --config (if given) into the flags of `app` that were not given
-// on the command line (the command line wins). Call after parsing. The format is one
-// `key = value` per line, keys the long flag names with or without the dashes
-// (`max-iters = 500` or `max_iters = 500`), `#` comments, blank lines, `[sections]` and
-// quotes around values ignored: TOML and INI files of flat keys read the same.
-// nn::Error naming the file and line for an unknown key or a bad value.
+// on the command line (the command line wins): CLI11 applies it (App::parse_from_stream),
+// with each flag's own checks, and ends in the app's callbacks (a call from one of them is a
+// no-op). Call after parsing. The format is one `key = value` per line,
+// keys the long flag names with or without the dashes (`max-iters = 500` or
+// `max_iters = 500`), each at most once; `#` comments outside quotes, blank lines and
+// `[sections]` ignored; a value in "..." (escapes \\ \" \n \t \r) or '...' (as it is):
+// TOML and INI files of flat keys read the same. nn::Error naming the file and line for an
+// unknown key, a key set twice, --help or --config in the file, or a bad value.
 void apply_config_file(CLI::App& app, const std::string& path);
-// Adds `gpt` and its subcommands to `app`; returns the `gpt` subcommand.
-CLI::App* add_gpt_command(CLI::App& app, CliOptions& opts);
+// Adds the subcommands of `nnlab gpt` (train, sample, eval, bench, dump, diff) to `cmd`, the
+// front door's `gpt` command (app/nnlab.cpp).
+void add_gpt_subcommands(CLI::App& cmd, CliOptions& opts);
 // Runs whichever subcommand of `gpt` was given; exit status.
 int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts);
-
-// Timing of one training step (forward, backward, clip, AdamW) at the options' sizes on
-// random tokens: median ms over `iters` after `warmup`, on a new backend (with the options'
-// precision) or on `be`.
-double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup);
-double time_train_step(const TrainOptions& o, Backend& be, int iters, int warmup);
 
 }  // namespace gpt

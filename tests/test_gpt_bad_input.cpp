@@ -66,7 +66,7 @@ std::string in_out(const gpt::TrainOptions& o, const std::string& name) { return
 std::string parse_error(const std::string& command_line) {
   CLI::App app;
   gpt::CliOptions opts;
-  gpt::add_gpt_command(app, opts);
+  gpt::add_gpt_subcommands(*app.add_subcommand("gpt"), opts);
   try {
     app.parse(command_line, false);
   } catch (const CLI::ParseError& e) {

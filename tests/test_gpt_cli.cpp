@@ -1,11 +1,13 @@
 // tests/test_gpt_cli.cpp: `nnlab gpt ...` as a user runs it: a tiny training run from a
 // config file with a flag overriding it, sampling, eval, dump/diff, and the clear errors
-// (bad flags and config keys, missing and corrupt checkpoints).
+// (bad flags and config keys, missing and corrupt checkpoints), and the config file read by
+// CLI11 in-process.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
 
+#include "gpt/cli.h"
 #include "tests/cli_helpers.h"
 #include "tests/test_util.h"
 
@@ -87,4 +89,59 @@ TEST_CASE("gpt cli: bad input ends in a clear message and a non-zero exit", "[gp
   CHECK_THAT(r.output, Catch::Contains("error:") && Catch::Contains("junk.safetensors"));
   r = testing::run_program("nnlab", "gpt");
   CHECK(r.status != 0);
+}
+
+// CLI11 applies the file (gpt::apply_config_file): a flag reads as a flag (the inverted
+// --no-torch included: before CLI11 applied files, `no-torch = true` ran PyTorch anyway), a
+// list splits at its delimiter as on the command line, the command line wins, and the
+// flags' requirements hold with the file's values.
+TEST_CASE("gpt cli: config files through CLI11: flags, lists, the command line wins, requirements", "[gpt][cli]") {
+  testing::TempDir dir("gpt-cli-config");
+  const std::string cfg = dir.file("bench.toml");
+  // `nnlab gpt <sub> <flags> --config bench.toml` holding `text`
+  auto parse = [&](const std::string& text, const std::string& sub, const std::string& flags, gpt::CliOptions& opts) {
+    std::ofstream(cfg, std::ios::trunc) << text;
+    CLI::App app("test", "nnlab");
+    CLI::App* gpt_cmd = app.add_subcommand("gpt");
+    gpt::add_gpt_subcommands(*gpt_cmd, opts);
+    app.parse("gpt " + sub + " " + flags + " --config " + cfg, false);
+    gpt::apply_config_file(*gpt_cmd->get_subcommand(sub), opts.train.config);
+  };
+  {
+    gpt::CliOptions opts;
+    parse("no-torch = true\nbackends = cpu,naive\nn_layer = 2\nn-head = 2\n", "bench", "--n-layer 3", opts);
+    CHECK_FALSE(opts.bench.torch);
+    CHECK(opts.bench.backends == std::vector<std::string>{"cpu", "naive"});
+    CHECK(opts.train.n_layer == 3);  // the command line
+    CHECK(opts.train.n_head == 2);   // the file
+  }
+  {
+    gpt::CliOptions opts;
+    parse("naive = true\n", "bench", "--no-torch", opts);
+    CHECK(opts.bench.naive);
+    CHECK_FALSE(opts.bench.torch);
+  }
+  {
+    gpt::CliOptions opts;  // --overwrite would replace the checkpoints --resume continues from
+    CHECK_THAT(testing::error_of([&] { parse("overwrite = true\n", "train", "--resume " + cfg, opts); }),
+               Catch::Contains(cfg) && Catch::Contains("--overwrite") && Catch::Contains("--resume"));
+  }
+  {
+    gpt::CliOptions opts;
+    CHECK_THAT(testing::error_of([&] { parse("dump-step = 2\n", "train", "", opts); }),
+               Catch::Contains(cfg + ":1: dump-step = 2") && Catch::Contains("--dump-path"));
+  }
+  {
+    gpt::CliOptions opts;
+    CHECK_THAT(testing::error_of([&] { parse("# a run\n\nbias = maybe\n", "train", "", opts); }),
+               Catch::Contains(cfg + ":3: bias = maybe") && Catch::Contains("--bias"));
+  }
+  {
+    gpt::CliOptions opts;
+    CHECK_THAT(testing::error_of([&] { parse("lr = 0.01\nlearning_rate = 0.01\n", "train", "", opts); }),
+               Catch::Contains(cfg + ":2: unknown option 'learning-rate' (see `nnlab gpt train --help`)"));
+    // a name CLI11 gives a meaning of its own (a section's start) is no key either
+    CHECK_THAT(testing::error_of([&] { parse("++ = 5\n", "train", "", opts); }),
+               Catch::Contains(cfg + ":1: unknown option '++'"));
+  }
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "gpt/bench.h"
 #include "gpt/cli.h"
 #include "kernels/ceilings.h"
 #include "nn/check.h"

@@ -1,0 +1,305 @@
+// gpt/bench.cpp: the GPT training step, timed (gpt/bench.h).
+#include "gpt/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "gpt/profile.h"
+#include "kernels/cuda/bench/run.h"
+#include "kernels/harness.h"
+#include "nn/check.h"
+#include "nn/progress.h"
+#include "nn/rng.h"
+
+#ifndef NNLAB_TORCH_PYTHON
+#define NNLAB_TORCH_PYTHON ""
+#endif
+#ifndef NNLAB_TORCH_SCRIPT
+#define NNLAB_TORCH_SCRIPT ""
+#endif
+
+namespace gpt {
+
+namespace fs = std::filesystem;
+
+double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup) {
+  auto be = make_backend(backend, o.precision);
+  return time_train_step(o, *be, iters, warmup);
+}
+
+double time_train_step(const TrainOptions& o, Backend& b, int iters, int warmup) {
+  Backend* be = &b;
+  const GPTConfig c = config_from(o, 65);
+  const int B = o.batch_size, T = o.block_size;
+  be->check_capacity(c, B, T);
+  GPT model = gpt_create(c, be->memory());
+  gpt_init_weights(model, o.seed);
+  nn::Rng rng(o.seed);
+  std::vector<int32_t> x(static_cast<size_t>(B) * T), y(x.size());
+  AdamWConfig acfg;
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + iters; ++i) {
+    for (size_t k = 0; k < x.size(); ++k) {
+      x[k] = static_cast<int32_t>(rng.below(65));
+      y[k] = static_cast<int32_t>(rng.below(65));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    gpt_zero_grad(model);
+    gpt_forward(model, *be, x.data(), y.data(), B, T, true, static_cast<uint64_t>(i));
+    gpt_backward(model, *be);
+    gpt_clip_grad_norm(model, *be, o.grad_clip);
+    gpt_adamw_step(model, *be, acfg, o.lr);
+    be->synchronize();  // a GPU runs the last kernels after the host has moved on
+    const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= warmup) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// ---- `nnlab gpt bench`: our backends and PyTorch, same model, same run --------------------
+
+namespace {
+
+std::string fixed(double v, int p) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(p) << v;
+  return os.str();
+}
+
+// The number after "key": in a JSON text, searching from `from` (enough for the flat JSON
+// scripts/gpt_torch.py writes); NaN when absent.
+double json_number(const std::string& json, const std::string& key, size_t from = 0) {
+  const size_t k = json.find("\"" + key + "\"", from);
+  if (k == std::string::npos) return std::nan("");
+  const size_t colon = json.find(':', k);
+  try {
+    return std::stod(json.substr(colon + 1));
+  } catch (const std::exception&) {
+    return std::nan("");
+  }
+}
+
+std::string json_string(const std::string& json, const std::string& key) {
+  const size_t k = json.find("\"" + key + "\"");
+  if (k == std::string::npos) return "";
+  const size_t q1 = json.find('"', json.find(':', k) + 1);
+  const size_t q2 = json.find('"', q1 + 1);
+  return q1 == std::string::npos || q2 == std::string::npos ? "" : json.substr(q1 + 1, q2 - q1 - 1);
+}
+
+// Runs scripts/gpt_torch.py with `args`; its JSON report ("" when PyTorch is missing or the
+// script failed, with the reason in *why).
+std::string run_torch(const std::string& args, std::string* why) {
+  const std::string py = NNLAB_TORCH_PYTHON, script = NNLAB_TORCH_SCRIPT;
+  if (py.empty() || script.empty()) {
+    *why = "skipped: no Python with PyTorch was found when nnlab was configured (install python3-torch, re-run cmake)";
+    return "";
+  }
+  const std::string tmp = (fs::temp_directory_path() / ("nnlab_torch_bench_" + std::to_string(::getpid()) + ".json")).string();
+  const std::string cmd = "'" + py + "' '" + script + "' " + args + " --json '" + tmp + "'";
+  std::cout << "running PyTorch: " << cmd << "\n" << std::flush;
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(tmp);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  fs::remove(tmp);
+  if (rc != 0 || ss.str().empty()) {
+    *why = "failed: the PyTorch script exited with status " + std::to_string(rc);
+    return "";
+  }
+  return ss.str();
+}
+
+}  // namespace
+
+int run_bench(const TrainOptions& o, const BenchOptions& b) {
+  const int threads = use_threads(o.threads);
+  std::vector<std::string> specs = b.backends;
+  if (b.naive && std::find(specs.begin(), specs.end(), "naive") == specs.end()) specs.push_back("naive");
+  const GPTConfig cfg = config_from(o, 65);
+  const double flops_tok = flops_per_token(cfg, o.block_size);
+  const double tokens = static_cast<double>(o.batch_size) * o.block_size;
+  std::cout << "GPT training step (forward, backward, clip, AdamW): " << o.n_layer << " layers, " << o.n_head
+            << " heads, " << o.n_embd << " wide, context " << o.block_size << ", batch " << o.batch_size
+            << ", vocabulary 65, dropout " << o.dropout << (o.bias ? "" : ", no biases") << "; " << threads
+            << " CPU threads; median of " << b.iters << " after " << b.warmup << " warm-up; FLOPs/token "
+            << nn::format_si(flops_tok) << "FLOP (6N + 12 L H Q T)\n";
+
+  struct Row {
+    std::string name, precision;
+    double ms = 0, peak = 0;  // peak: FLOP/s MFU is measured against (0: none)
+    std::string note;
+  };
+  std::vector<Row> rows;
+  std::map<std::string, double> peak_of;  // precision -> the peak measured for it
+  struct Profile {
+    std::string backend;
+    std::vector<ProfileRow> rows;  // totals over `steps`
+    int steps = 1;
+  };
+  std::vector<Profile> profiles;
+  std::vector<std::string> cuda_precisions;
+  for (const std::string& spec : specs) {
+    const auto colon = spec.find(':');
+    const std::string name = spec.substr(0, colon);
+    TrainOptions oo = o;
+    if (colon != std::string::npos) oo.precision = spec.substr(colon + 1);
+    auto be = make_backend(name, oo.precision);
+    const std::string precision = be->precision();
+    if (name == "cuda") cuda_precisions.push_back(precision);
+    std::string what;
+    const double peak = be->measure_peak_flops(threads, &what);
+    if (peak > 0) peak_of[name == "cuda" ? precision : "cpu"] = peak;
+    const int iters = name == "naive" ? std::max(3, b.iters / 10) : b.iters;
+    const double ms = time_train_step(oo, *be, iters, name == "naive" ? 1 : b.warmup);
+    rows.push_back({"nnlab " + be->name(), precision, ms, peak, "peak: " + (what.empty() ? "-" : what)});
+    if (b.profile) {
+      ProfilingBackend prof(*be);
+      time_train_step(oo, prof, 1, 0);  // first launches, allocations
+      prof.reset();
+      const int steps = name == "naive" ? 1 : 5;
+      time_train_step(oo, prof, steps, 0);
+      profiles.push_back({be->name(), prof.rows(), steps});
+    }
+  }
+
+  // PyTorch, in the same run: on the GPU (eager / torch.compile at each of our cuda
+  // precisions) when we timed cuda, else on the CPU (the fastest thread setting)
+  std::map<std::string, double> torch_ms;  // "eager fp32" -> ms
+  std::string torch_note;
+  if (b.torch) {
+    std::ostringstream args;
+    args << " --n-layer " << o.n_layer << " --n-head " << o.n_head << " --n-embd " << o.n_embd << " --block-size "
+         << o.block_size << " --batch-size " << o.batch_size << " --vocab-size 65 --iters " << b.iters << " --warmup "
+         << b.warmup;
+    if (!cuda_precisions.empty()) {
+      std::string precs;
+      for (const auto& p : cuda_precisions) precs += (precs.empty() ? "" : ",") + p;
+      const std::string json = run_torch("bench-gpu" + args.str() + " --dropout " + std::to_string(o.dropout) +
+                                             " --bias " + (o.bias ? "1" : "0") + " --precisions " + precs +
+                                             " --modes '" + b.torch_modes + "'",
+                                         &torch_note);
+      // rows: {"precision": "bf16", "mode": "eager", "ms_per_iter": ...}
+      for (size_t at = json.find("\"precision\""); at != std::string::npos; at = json.find("\"precision\"", at + 1)) {
+        const std::string rest = json.substr(at);
+        const std::string p = json_string(rest, "precision"), m = json_string(rest, "mode");
+        const double ms = json_number(rest, "ms_per_iter");
+        if (p.empty() || m.empty() || std::isnan(ms)) continue;
+        torch_ms[m + " " + p] = ms;
+        rows.push_back({"PyTorch " + m + " (" + json_string(json, "device") + ")", p, ms, 0,
+                        "torch " + json_string(json, "torch_version") + (m == "compile" ? ", torch.compile" : "")});
+      }
+    } else {
+      const std::string json = run_torch("bench" + args.str() + " --settings '" + b.torch_settings + "'", &torch_note);
+      if (!json.empty()) {
+        const size_t best = json.find("\"best\"");
+        const double ms = json_number(json, "ms_per_iter", best);
+        torch_ms["eager fp32"] = ms;
+        rows.push_back({"PyTorch eager (CPU)", "fp32", ms, 0,
+                        "torch " + json_string(json, "torch_version") + ", BLAS " + json_string(json, "blas") +
+                            ", intra-op threads " + fixed(json_number(json, "intra", best), 0) + ", BLAS threads " +
+                            fixed(json_number(json, "blas_threads", best), 0) + " (the fastest setting tried)"});
+      }
+    }
+  }
+  for (Row& r : rows) {  // PyTorch's MFU against the peak we measured at that precision
+    if (r.peak == 0) {
+      const auto it = peak_of.find(cuda_precisions.empty() ? "cpu" : r.precision);
+      if (it != peak_of.end()) r.peak = it->second;
+    }
+  }
+
+  std::ostringstream table;
+  table << "| implementation | precision | ms/step | tokens/s | MFU | vs PyTorch eager | vs torch.compile | note |\n"
+        << "|---|---|---:|---:|---:|---:|---:|---|\n";
+  auto ratio = [&](const std::string& key, double ms) {
+    const auto it = torch_ms.find(key);
+    return it == torch_ms.end() ? std::string("-") : fixed(it->second / ms, 2) + "x";
+  };
+  for (const Row& r : rows) {
+    const double tok_s = tokens / (r.ms / 1e3);
+    table << "| " << r.name << " | " << r.precision << " | " << fixed(r.ms, 2) << " | " << fixed(tok_s, 0) << " | "
+          << (r.peak > 0 ? fixed(100.0 * tok_s * flops_tok / r.peak, 1) + "%" : "-") << " | "
+          << ratio("eager " + r.precision, r.ms) << " | " << ratio("compile " + r.precision, r.ms) << " | " << r.note
+          << " |\n";
+  }
+  std::cout << "\n" << table.str();
+  for (const Row& r : rows) {
+    if (r.name.find("emulator") != std::string::npos) {
+      std::cout << kernels::cuda::bench::emulator_warning() << "\n";
+      break;
+    }
+  }
+  if (b.torch && torch_ms.empty()) std::cout << "PyTorch: " << torch_note << "\n";
+  for (const Row& r : rows) {
+    if (r.name.rfind("nnlab", 0) != 0) continue;
+    const auto eager = torch_ms.find("eager " + r.precision);
+    if (eager == torch_ms.end()) continue;
+    const bool gpu = r.name.rfind("nnlab cuda", 0) == 0;
+    std::cout << r.name << " is " << fixed(eager->second / r.ms, 2) << "x PyTorch eager's speed"
+              << (gpu ? " (goal: at least 1x)" : r.name == "nnlab cpu" ? " (goal: 2x)" : "");
+    const auto comp = torch_ms.find("compile " + r.precision);
+    if (comp != torch_ms.end()) std::cout << ", " << fixed(comp->second / r.ms, 2) << "x torch.compile's";
+    std::cout << "\n";
+  }
+  std::ostringstream prof_md;
+  for (const Profile& p : profiles) {
+    prof_md << "\nwhere a step goes on " << p.backend << " (each op waited for; mean of " << p.steps << " steps):\n\n";
+    print_profile(prof_md, p.rows, p.steps);
+  }
+  std::cout << prof_md.str();
+
+  if (!b.json.empty()) {
+    std::ofstream js(b.json);
+    NN_CHECK(js.good(), "cannot write " << b.json);
+    js << "{\"schema\": \"nnlab-gpt-bench/2\", \"config\": {\"n_layer\": " << o.n_layer << ", \"n_head\": " << o.n_head
+       << ", \"n_embd\": " << o.n_embd << ", \"block_size\": " << o.block_size << ", \"batch_size\": " << o.batch_size
+       << ", \"dropout\": " << o.dropout << ", \"bias\": " << (o.bias ? "true" : "false") << "}, \"threads\": " << threads
+       << ", \"flops_per_token\": " << flops_tok << ", \"rows\": [";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      const double tok_s = tokens / (r.ms / 1e3);
+      js << (i ? ", " : "") << "{\"name\": " << kernels::harness::json_string(r.name) << ", \"precision\": \"" << r.precision
+         << "\", \"ms_per_step\": " << r.ms << ", \"tokens_per_s\": " << tok_s << ", \"mfu\": "
+         << (r.peak > 0 ? fixed(tok_s * flops_tok / r.peak, 5) : "null") << ", \"peak_flops\": " << r.peak << "}";
+    }
+    js << "], \"profiles\": [";
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      const Profile& pr = profiles[i];
+      js << (i ? ", " : "") << "{\"backend\": " << kernels::harness::json_string(pr.backend) << ", \"ops\": [";
+      for (size_t k = 0; k < pr.rows.size(); ++k) {
+        const ProfileRow& p = pr.rows[k];
+        js << (k ? ", " : "") << "{\"op\": \"" << p.op << "\", \"calls_per_step\": "
+           << static_cast<double>(p.calls) / pr.steps << ", \"ms_per_step\": " << p.ms / pr.steps << "}";
+      }
+      js << "]}";
+    }
+    js << "]}\n";
+    js.flush();
+    NN_CHECK(js.good(), "writing " << b.json << " failed (is the disk full?): the JSON is incomplete");
+  }
+  if (!b.markdown.empty()) {
+    std::ofstream md(b.markdown);
+    NN_CHECK(md.good(), "cannot write " << b.markdown);
+    md << "# nnlab gpt bench\n\nConfig: " << o.n_layer << " layers, " << o.n_head << " heads, " << o.n_embd
+       << " wide, context " << o.block_size << ", batch " << o.batch_size << ", dropout " << o.dropout
+       << (o.bias ? "" : ", no biases") << "; median of " << b.iters << " steps after " << b.warmup << " warm-up.\n\n"
+       << table.str() << prof_md.str();
+    md.flush();
+    NN_CHECK(md.good(), "writing " << b.markdown << " failed (is the disk full?): the table is incomplete");
+  }
+  return 0;
+}
+
+}  // namespace gpt
