@@ -15,7 +15,7 @@
 
 #include "gpt/backend_cuda.h"
 #include "gpt/profile.h"
-#include "kernels/cuda/bench/run.h"
+#include "kernels/cuda/ceilings.h"  // emulator_warning
 #include "kernels/harness.h"
 #include "nn/check.h"
 #include "nn/cli_checks.h"
@@ -445,7 +445,7 @@ int run_bench(const CliOptions& opts) {
   std::cout << "\n" << table.str();
   for (const Row& r : rows) {
     if (r.name.find("emulator") != std::string::npos) {
-      std::cout << kernels::cuda::bench::emulator_warning() << "\n";
+      std::cout << kernels::cuda::emulator_warning() << "\n";
       break;
     }
   }
