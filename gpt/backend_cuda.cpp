@@ -85,24 +85,6 @@ class DeviceMemory final : public Memory {
   kc::Device& dev_;
 };
 
-// The rung `id` of an op's ladder in the table (nn::Error if the build's table lacks it).
-template <class Fn>
-const kc::Version<Fn>& pick(const std::vector<kc::Version<Fn>>& versions, const std::string& op, const std::string& id) {
-  for (const auto& v : versions) {
-    if (v.info.id == id) return v;
-  }
-  NN_CHECK(false, "the CUDA kernel table has no " << op << " " << id << " (kernels/cuda/device.h: Kernels)");
-  return versions.front();
-}
-
-// The last rung of an op's ladder (the inference ops use their table's last, as
-// kernels::matvec does on the host).
-template <class Fn>
-const kc::Version<Fn>& last(const std::vector<kc::Version<Fn>>& versions, const std::string& op) {
-  NN_CHECK(!versions.empty(), "the CUDA kernel table has no " << op << " versions (kernels/cuda/decode.cu)");
-  return versions.back();
-}
-
 // The matmul rung each precision runs (kernels/cuda/matmul.cu: the any-layout rungs).
 const char* matmul_rung(Precision p) {
   switch (p) {
@@ -115,11 +97,21 @@ const char* matmul_rung(Precision p) {
 
 using Plan = std::vector<std::pair<std::string, std::string>>;
 
-// Records (what the trainer uses it for, "op vN name") in the plan and returns the rung.
+// The rung `id` of `op`'s ladder (kernels/cuda/device.h: Kernels; "last": its last rung, as
+// the inference ops take, like kernels::matvec on the host), recorded in the plan as
+// (what the trainer uses it for, "op vN name"). nn::Error if the build's table lacks it.
 template <class Fn>
-const kc::Version<Fn>& use(Plan& plan, const std::string& what, const std::string& op, const kc::Version<Fn>& v) {
-  plan.emplace_back(what, op + " " + v.info.id + " " + v.info.name);
-  return v;
+const kc::Version<Fn>& use(Plan& plan, const std::string& what, const std::vector<kc::Version<Fn>>& ladder,
+                           const std::string& op, const std::string& id) {
+  NN_CHECK(!ladder.empty(), "the CUDA kernel table has no " << op << " versions (kernels/cuda/device.h: Kernels)");
+  const kc::Version<Fn>* chosen = id == "last" ? &ladder.back() : nullptr;
+  for (const auto& v : ladder) {
+    if (v.info.id == id) chosen = &v;
+  }
+  NN_CHECK(chosen != nullptr,
+           "the CUDA kernel table has no " << op << " " << id << " (kernels/cuda/device.h: Kernels)");
+  plan.emplace_back(what, op + " " + chosen->info.id + " " + chosen->info.name);
+  return *chosen;
 }
 
 // int sizes for the launchers; the GPT's tensors stay far below 2^31 elements per op
@@ -133,38 +125,29 @@ class CudaBackend final : public Backend {
   // The table: for each op, the rung of its ladder this backend runs, and what for.
   CudaBackend(kc::Device& dev, Precision precision)
       : dev_(dev), k_(dev.kernels()), mem_(dev), precision_(precision),
-        matmul_(use(plan_, "matmul (forward, dinp, dweight)", "matmul",
-                    pick(k_.matmul, "matmul", matmul_rung(precision)))),
-        bias_backward_(use(plan_, "matmul dbias", "bias_backward", pick(k_.bias_backward, "bias_backward", "v2"))),
-        attention_(use(plan_, "attention forward", "attention", pick(k_.attention, "attention", "v2"))),
-        attention_backward_(use(plan_, "attention backward", "attention_backward",
-                                pick(k_.attention_backward, "attention_backward", "v2"))),
-        layernorm_forward_(use(plan_, "layernorm forward", "layernorm_forward",
-                               pick(k_.layernorm_forward, "layernorm_forward", "v3"))),
-        layernorm_backward_(use(plan_, "layernorm backward", "layernorm_backward",
-                                pick(k_.layernorm_backward, "layernorm_backward", "v3"))),
-        residual_layernorm_(use(plan_, "residual + layernorm", "residual_layernorm",
-                                pick(k_.residual_layernorm, "residual_layernorm", "v2"))),
-        softmax_(use(plan_, "softmax (cross-entropy)", "softmax", pick(k_.softmax, "softmax", "v3"))),
-        gelu_(use(plan_, "gelu forward", "gelu", pick(k_.gelu, "gelu", "v2"))),
-        gelu_backward_(use(plan_, "gelu backward", "gelu_backward", pick(k_.gelu_backward, "gelu_backward", "v2"))),
-        encoder_forward_(use(plan_, "encoder forward", "encoder_forward",
-                             pick(k_.encoder_forward, "encoder_forward", "v1"))),
-        encoder_backward_(use(plan_, "encoder backward", "encoder_backward",
-                              pick(k_.encoder_backward, "encoder_backward", "v2"))),
-        dropout_(use(plan_, "dropout forward", "dropout_forward", pick(k_.dropout_forward, "dropout_forward", "v1"))),
-        multiply_(use(plan_, "dropout backward", "multiply", pick(k_.multiply, "multiply", "v1"))),
-        add_(use(plan_, "residual add", "add", pick(k_.add, "add", "v1"))),
-        ce_loss_(use(plan_, "cross-entropy loss", "crossentropy_loss",
-                     pick(k_.crossentropy_loss, "crossentropy_loss", "v1"))),
-        ce_backward_(use(plan_, "cross-entropy backward", "crossentropy_backward",
-                         pick(k_.crossentropy_backward, "crossentropy_backward", "v1"))),
-        sum_(use(plan_, "loss mean, gradient norm", "sum", pick(k_.sum, "sum", "v2"))),
-        scale_(use(plan_, "gradient clipping", "scale", pick(k_.scale, "scale", "v1"))),
-        adamw_(use(plan_, "AdamW", "adamw", pick(k_.adamw, "adamw", "v2"))),
-        matvec_(use(plan_, "matvec (inference)", "matvec", last(k_.matvec, "matvec"))),
-        attention_decode_(use(plan_, "attention over the KV cache (inference)", "attention_decode",
-                              last(k_.attention_decode, "attention_decode"))),
+        matmul_(use(plan_, "matmul (forward, dinp, dweight)", k_.matmul, "matmul", matmul_rung(precision))),
+        bias_backward_(use(plan_, "matmul dbias", k_.bias_backward, "bias_backward", "v2")),
+        attention_(use(plan_, "attention forward", k_.attention, "attention", "v2")),
+        attention_backward_(use(plan_, "attention backward", k_.attention_backward, "attention_backward", "v2")),
+        layernorm_forward_(use(plan_, "layernorm forward", k_.layernorm_forward, "layernorm_forward", "v3")),
+        layernorm_backward_(use(plan_, "layernorm backward", k_.layernorm_backward, "layernorm_backward", "v3")),
+        residual_layernorm_(use(plan_, "residual + layernorm", k_.residual_layernorm, "residual_layernorm", "v2")),
+        softmax_(use(plan_, "softmax (cross-entropy)", k_.softmax, "softmax", "v3")),
+        gelu_(use(plan_, "gelu forward", k_.gelu, "gelu", "v2")),
+        gelu_backward_(use(plan_, "gelu backward", k_.gelu_backward, "gelu_backward", "v2")),
+        encoder_forward_(use(plan_, "encoder forward", k_.encoder_forward, "encoder_forward", "v1")),
+        encoder_backward_(use(plan_, "encoder backward", k_.encoder_backward, "encoder_backward", "v2")),
+        dropout_(use(plan_, "dropout forward", k_.dropout_forward, "dropout_forward", "v1")),
+        multiply_(use(plan_, "dropout backward", k_.multiply, "multiply", "v1")),
+        add_(use(plan_, "residual add", k_.add, "add", "v1")),
+        ce_loss_(use(plan_, "cross-entropy loss", k_.crossentropy_loss, "crossentropy_loss", "v1")),
+        ce_backward_(use(plan_, "cross-entropy backward", k_.crossentropy_backward, "crossentropy_backward", "v1")),
+        sum_(use(plan_, "loss mean, gradient norm", k_.sum, "sum", "v2")),
+        scale_(use(plan_, "gradient clipping", k_.scale, "scale", "v1")),
+        adamw_(use(plan_, "AdamW", k_.adamw, "adamw", "v2")),
+        matvec_(use(plan_, "matvec (inference)", k_.matvec, "matvec", "last")),
+        attention_decode_(use(plan_, "attention over the KV cache (inference)", k_.attention_decode,
+                              "attention_decode", "last")),
         sum_buffer_(dev, kc::kSumWorkspaceDoubles + 1) {}
 
   std::string name() const override { return "cuda " + precision() + " on " + dev_.info().name; }

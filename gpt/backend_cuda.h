@@ -49,7 +49,7 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& precision = "auto"
 std::unique_ptr<Backend> make_cuda_backend(kernels::cuda::Device& device, const std::string& precision);
 
 // Which version of which kernel the backend calls for each of its ops, for the lesson and
-// the logs: {"matmul (forward, dinp, dweight)", "matmul v11 any layout, tensor cores (BF16)"}, ...
+// the logs: {"matmul (forward, dinp, dweight)", "matmul v11 any layout (BF16)"}, ...
 std::vector<std::pair<std::string, std::string>> kernel_plan(Backend& cuda_backend);
 
 // The device bytes a training run at (B, T) needs (memory_breakdown plus the backend's own
