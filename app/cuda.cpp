@@ -76,7 +76,7 @@ void list_ops(std::ostream& out, kernels::cuda::Device& dev) {
       out << "      (no versions yet)\n";
       continue;
     }
-    // a size with spaces in it (gemm's "fwd M=.. N=.. K=.. tb") is quoted, as --sizes takes it
+    // a size with spaces in it (matmul's "fwd M=.. N=.. K=.. tb") is quoted, as --sizes takes it
     auto quoted = [](const std::string& s) { return s.find(' ') == std::string::npos ? s : "\"" + s + "\""; };
     out << "      sizes:";
     for (const std::string& s : op.sizes) out << " " << quoted(s);

@@ -1,5 +1,6 @@
 // gpt/backend.cpp: the naive backend (every op is its nn/ plain-loop reference, called as
-// it is), the default fused ops, and make_backend.
+// it is) and the default fused ops. make_backend, which knows every backend, is
+// gpt/backend_factory.cpp.
 #include "gpt/backend.h"
 
 #include <cmath>
@@ -8,7 +9,6 @@
 
 #include <unistd.h>
 
-#include "gpt/backend_cuda.h"
 #include "kernels/ceilings.h"
 #include "kernels/decode.h"
 
@@ -143,17 +143,6 @@ class NaiveBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_naive_backend() { return std::make_unique<NaiveBackend>(); }
-
-std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& precision) {
-  if (name == "cuda") return make_cuda_backend(precision);
-  NN_CHECK(name == "naive" || name == "cpu", "unknown backend '" << name << "': choose naive (plain loops, the "
-                                                                 << "reference), cpu (SIMD + OpenMP kernels) or cuda "
-                                                                 << "(the lesson-09 kernels on a GPU)");
-  NN_CHECK(precision == "auto" || precision == "fp32",
-           "the " << name << " backend computes in fp32 only; --precision " << precision << " needs --backend cuda");
-  if (name == "naive") return make_naive_backend();
-  return make_cpu_backend();
-}
 
 double Backend::measure_peak_flops(int threads, std::string* what) {
   if (what) *what = "FMA loop on " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + ", measured now";

@@ -1,6 +1,7 @@
-// gpt/backend_cuda.cpp: `--backend cuda` (gpt/backend_cuda.h). Each Backend op is one or
-// two calls into the device's kernel table; which version of which op is in kChoice below
-// and printed by kernel_plan().
+// gpt/backend_cuda.cpp: `--backend cuda` (gpt/backend_cuda.h). The backend is a table over
+// the CUDA ladders (kernels/cuda/device.h: Kernels): one chosen rung per op, listed once in
+// CudaBackend's constructor (which rung of which ladder, and what the trainer uses it for),
+// from which kernel_plan() prints; each Backend op is one or two calls of those rungs.
 #include "gpt/backend_cuda.h"
 
 #include <chrono>
@@ -10,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/bench/run.h"
+#include "kernels/cuda/ceilings.h"
 #include "kernels/cuda/device.h"
 #include "nn/check.h"
 
@@ -84,22 +85,33 @@ class DeviceMemory final : public Memory {
   kc::Device& dev_;
 };
 
-// The version `id` of an op in the table (nn::Error if the build's table lacks it).
-template <class Fn>
-const kc::Version<Fn>& pick(const std::vector<kc::Version<Fn>>& versions, const std::string& op, const std::string& id) {
-  for (const auto& v : versions) {
-    if (v.info.id == id) return v;
+// The matmul rung each precision runs (kernels/cuda/matmul.cu: the any-layout rungs).
+const char* matmul_rung(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "v9";   // fp32 warp tiles
+    case Precision::tf32: return "v10";  // TF32 tensor cores
+    case Precision::bf16: return "v11";  // BF16 tensor cores
   }
-  NN_CHECK(false, "the CUDA kernel table has no " << op << " " << id << " (kernels/cuda/" << op << ")");
-  return versions.front();
+  return "v9";
 }
 
-// The last version of an op in the table (the inference ops use their table's last, as
-// kernels::matvec does on the host).
+using Plan = std::vector<std::pair<std::string, std::string>>;
+
+// The rung `id` of `op`'s ladder (kernels/cuda/device.h: Kernels; "last": its last rung, as
+// the inference ops take, like kernels::matvec on the host), recorded in the plan as
+// (what the trainer uses it for, "op vN name"). nn::Error if the build's table lacks it.
 template <class Fn>
-const kc::Version<Fn>& last(const std::vector<kc::Version<Fn>>& versions, const std::string& op) {
-  NN_CHECK(!versions.empty(), "the CUDA kernel table has no " << op << " versions (kernels/cuda/decode.cu)");
-  return versions.back();
+const kc::Version<Fn>& use(Plan& plan, const std::string& what, const std::vector<kc::Version<Fn>>& ladder,
+                           const std::string& op, const std::string& id) {
+  NN_CHECK(!ladder.empty(), "the CUDA kernel table has no " << op << " versions (kernels/cuda/device.h: Kernels)");
+  const kc::Version<Fn>* chosen = id == "last" ? &ladder.back() : nullptr;
+  for (const auto& v : ladder) {
+    if (v.info.id == id) chosen = &v;
+  }
+  NN_CHECK(chosen != nullptr,
+           "the CUDA kernel table has no " << op << " " << id << " (kernels/cuda/device.h: Kernels)");
+  plan.emplace_back(what, op + " " + chosen->info.id + " " + chosen->info.name);
+  return *chosen;
 }
 
 // int sizes for the launchers; the GPT's tensors stay far below 2^31 elements per op
@@ -110,32 +122,32 @@ int as_int(int64_t n) {
 
 class CudaBackend final : public Backend {
  public:
+  // The table: for each op, the rung of its ladder this backend runs, and what for.
   CudaBackend(kc::Device& dev, Precision precision)
       : dev_(dev), k_(dev.kernels()), mem_(dev), precision_(precision),
-        gemm_(pick(k_.gemm, "gemm", precision == Precision::fp32   ? "v2"
-                                    : precision == Precision::tf32 ? "v3"
-                                                                   : "v4")),
-        bias_backward_(pick(k_.bias_backward, "bias_backward", "v2")),
-        attention_(pick(k_.attention, "attention", "v2")),
-        attention_backward_(pick(k_.attention_backward, "attention_backward", "v2")),
-        layernorm_forward_(pick(k_.layernorm_forward, "layernorm_forward", "v3")),
-        layernorm_backward_(pick(k_.layernorm_backward, "layernorm_backward", "v3")),
-        residual_layernorm_(pick(k_.residual_layernorm, "residual_layernorm", "v2")),
-        softmax_(pick(k_.softmax, "softmax", "v3")),
-        gelu_(pick(k_.gelu, "gelu", "v2")),
-        gelu_backward_(pick(k_.gelu_backward, "gelu_backward", "v2")),
-        encoder_forward_(pick(k_.encoder_forward, "encoder_forward", "v1")),
-        encoder_backward_(pick(k_.encoder_backward, "encoder_backward", "v2")),
-        dropout_(pick(k_.dropout_forward, "dropout_forward", "v1")),
-        multiply_(pick(k_.multiply, "multiply", "v1")),
-        add_(pick(k_.add, "add", "v1")),
-        ce_loss_(pick(k_.crossentropy_loss, "crossentropy_loss", "v1")),
-        ce_backward_(pick(k_.crossentropy_backward, "crossentropy_backward", "v1")),
-        sum_(pick(k_.sum, "sum", "v2")),
-        scale_(pick(k_.scale, "scale", "v1")),
-        adamw_(pick(k_.adamw, "adamw", "v2")),
-        matvec_(last(k_.matvec, "matvec")),
-        attention_decode_(last(k_.attention_decode, "attention_decode")),
+        matmul_(use(plan_, "matmul (forward, dinp, dweight)", k_.matmul, "matmul", matmul_rung(precision))),
+        bias_backward_(use(plan_, "matmul dbias", k_.bias_backward, "bias_backward", "v2")),
+        attention_(use(plan_, "attention forward", k_.attention, "attention", "v2")),
+        attention_backward_(use(plan_, "attention backward", k_.attention_backward, "attention_backward", "v2")),
+        layernorm_forward_(use(plan_, "layernorm forward", k_.layernorm_forward, "layernorm_forward", "v3")),
+        layernorm_backward_(use(plan_, "layernorm backward", k_.layernorm_backward, "layernorm_backward", "v3")),
+        residual_layernorm_(use(plan_, "residual + layernorm", k_.residual_layernorm, "residual_layernorm", "v2")),
+        softmax_(use(plan_, "softmax (cross-entropy)", k_.softmax, "softmax", "v3")),
+        gelu_(use(plan_, "gelu forward", k_.gelu, "gelu", "v2")),
+        gelu_backward_(use(plan_, "gelu backward", k_.gelu_backward, "gelu_backward", "v2")),
+        encoder_forward_(use(plan_, "encoder forward", k_.encoder_forward, "encoder_forward", "v1")),
+        encoder_backward_(use(plan_, "encoder backward", k_.encoder_backward, "encoder_backward", "v2")),
+        dropout_(use(plan_, "dropout forward", k_.dropout_forward, "dropout_forward", "v1")),
+        multiply_(use(plan_, "dropout backward", k_.multiply, "multiply", "v1")),
+        add_(use(plan_, "residual add", k_.add, "add", "v1")),
+        ce_loss_(use(plan_, "cross-entropy loss", k_.crossentropy_loss, "crossentropy_loss", "v1")),
+        ce_backward_(use(plan_, "cross-entropy backward", k_.crossentropy_backward, "crossentropy_backward", "v1")),
+        sum_(use(plan_, "loss mean, gradient norm", k_.sum, "sum", "v2")),
+        scale_(use(plan_, "gradient clipping", k_.scale, "scale", "v1")),
+        adamw_(use(plan_, "AdamW", k_.adamw, "adamw", "v2")),
+        matvec_(use(plan_, "matvec (inference)", k_.matvec, "matvec", "last")),
+        attention_decode_(use(plan_, "attention over the KV cache (inference)", k_.attention_decode,
+                              "attention_decode", "last")),
         sum_buffer_(dev, kc::kSumWorkspaceDoubles + 1) {}
 
   std::string name() const override { return "cuda " + precision() + " on " + dev_.info().name; }
@@ -151,11 +163,11 @@ class CudaBackend final : public Backend {
       return 0.0;
     }
     if (precision_ == Precision::fp32) {
-      const kc::bench::Ceilings c = kc::bench::measure_ceilings(dev_, {});
+      const kc::Ceilings c = kc::measure_ceilings(dev_, {});
       if (what) *what = "FP32 FMA kernel on " + dev_.info().name + ", measured now";
       return c.fma_gflops * 1e9;
     }
-    // Tensor cores: the FLOP rate of the same gemm version the trainer uses, on a square
+    // Tensor cores: the FLOP rate of the same matmul rung the trainer uses, on a square
     // 4096^3 problem (the best it does; the datasheet's peak or cuBLAS would be higher).
     const int n = 4096;
     kc::Buffer<float> a(dev_, static_cast<size_t>(n) * n), b(dev_, static_cast<size_t>(n) * n),
@@ -164,10 +176,13 @@ class CudaBackend final : public Backend {
     b.fill_bytes(0);
     double best = 1e30;
     for (int i = 0; i < 4; ++i) {
-      const double ms = dev_.time_ms([&] { gemm_.run(c.data(), a.data(), b.data(), n, n, n, {}); });
+      const double ms = dev_.time_ms([&] { matmul_.run(c.data(), a.data(), b.data(), n, n, n, {}); });
       if (i > 0) best = std::min(best, ms);  // the first run warms up
     }
-    if (what) *what = "gemm " + gemm_.info.id + " (" + gemm_.info.name + ") at 4096^3 on " + dev_.info().name + ", measured now";
+    if (what) {
+      *what = "matmul " + matmul_.info.id + " (" + matmul_.info.name + ") at 4096^3 on " + dev_.info().name +
+              ", measured now";
+    }
     return 2.0 * n * n * static_cast<double>(n) / (best / 1e3);
   }
 
@@ -176,33 +191,7 @@ class CudaBackend final : public Backend {
     check_device_memory(c, B, T, total > used ? total - used : 0, dev_.info().name);
   }
 
-  std::vector<std::pair<std::string, std::string>> plan() const {
-    auto row = [](const std::string& what, const std::string& op, const kc::KernelInfo& i) {
-      return std::make_pair(what, op + " " + i.id + " " + i.name);
-    };
-    return {row("matmul (forward, dinp, dweight)", "gemm", gemm_.info),
-            row("matmul dbias", "bias_backward", bias_backward_.info),
-            row("attention forward", "attention", attention_.info),
-            row("attention backward", "attention_backward", attention_backward_.info),
-            row("layernorm forward", "layernorm_forward", layernorm_forward_.info),
-            row("layernorm backward", "layernorm_backward", layernorm_backward_.info),
-            row("residual + layernorm", "residual_layernorm", residual_layernorm_.info),
-            row("softmax (cross-entropy)", "softmax", softmax_.info),
-            row("gelu forward", "gelu", gelu_.info),
-            row("gelu backward", "gelu_backward", gelu_backward_.info),
-            row("encoder forward", "encoder_forward", encoder_forward_.info),
-            row("encoder backward", "encoder_backward", encoder_backward_.info),
-            row("dropout forward", "dropout_forward", dropout_.info),
-            row("dropout backward", "multiply", multiply_.info),
-            row("residual add", "add", add_.info),
-            row("cross-entropy loss", "crossentropy_loss", ce_loss_.info),
-            row("cross-entropy backward", "crossentropy_backward", ce_backward_.info),
-            row("loss mean, gradient norm", "sum", sum_.info),
-            row("gradient clipping", "scale", scale_.info),
-            row("AdamW", "adamw", adamw_.info),
-            row("matvec (inference)", "matvec", matvec_.info),
-            row("attention over the KV cache (inference)", "attention_decode", attention_decode_.info)};
-  }
+  const Plan& plan() const { return plan_; }
 
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
                        int /*V: ids were checked by gpt_forward*/) override {
@@ -228,18 +217,18 @@ class CudaBackend final : public Backend {
   // out (N,OC) = inp (N,C) . W (OC,C)^T + bias
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                       int OC) override {
-    kc::GemmArgs args;
+    kc::MatmulArgs args;
     args.trans_b = true;
     args.bias = bias;
-    gemm_.run(out, inp, weight, N, OC, C, args);
+    matmul_.run(out, inp, weight, N, OC, C, args);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override {
-    if (dinp != nullptr) gemm_.run(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
-    kc::GemmArgs dw;                                                     // dW += dout^T . inp
+    if (dinp != nullptr) matmul_.run(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
+    kc::MatmulArgs dw;                                                     // dW += dout^T . inp
     dw.trans_a = true;
     dw.accumulate = true;
-    gemm_.run(dweight, dout, inp, OC, C, N, dw);
+    matmul_.run(dweight, dout, inp, OC, C, N, dw);
     if (dbias != nullptr) bias_backward_.run(dbias, dout, N, OC);
   }
   void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight, const float* bias, int N,
@@ -346,7 +335,8 @@ class CudaBackend final : public Backend {
   const kc::Kernels& k_;
   DeviceMemory mem_;
   Precision precision_;
-  const kc::Version<kc::GemmFn>& gemm_;
+  Plan plan_;  // filled by the constructor's use(): before the rungs, which are initialised after it
+  const kc::Version<kc::MatmulFn>& matmul_;
   const kc::Version<kc::BiasBackwardFn>& bias_backward_;
   const kc::Version<kc::AttentionFn>& attention_;
   const kc::Version<kc::AttentionBackwardFn>& attention_backward_;

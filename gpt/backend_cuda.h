@@ -3,18 +3,19 @@
 // Parameters, gradients, AdamW state, activations and token ids live in device memory
 // (Backend::memory(): the model is moved there with gpt_move_to). Every op is a call into the
 // device's kernel table (kernels/cuda/device.h: Kernels), the very functions `nnlab cuda
-// bench` validates and times; the versions used are listed by kernel_plan(). Kernels are
+// bench` validates and times and lesson 09 teaches; the rungs used are listed by
+// kernel_plan(). Kernels are
 // launched on the default stream and the host does not wait for them, except where a number
 // must come back: the mean loss (crossentropy_forward) and the gradient norm (sum_squares),
 // which the trainer logs every step.
 //
 // Precision (--precision):
-//   fp32  the reference: every matmul in fp32 on the CUDA cores (gemm v2); any GPU the
+//   fp32  the reference: every matmul in fp32 on the CUDA cores (matmul v9); any GPU the
 //         build targets (compute capability 7.5 and up with CUDA 13)
 //   tf32  matmuls on the tensor cores with TF32 inputs (10-bit mantissa), fp32 accumulate
-//         (gemm v3); compute capability 8.0+
+//         (matmul v10); compute capability 8.0+
 //   bf16  matmuls on the tensor cores with bf16 inputs (8-bit mantissa), fp32 accumulate
-//         (gemm v4); compute capability 8.0+. Weights (the fp32 master copy), activations
+//         (matmul v11); compute capability 8.0+. Weights (the fp32 master copy), activations
 //         and gradients stay in fp32 memory: the operands are rounded to bf16 as the tiles
 //         are loaded. (bf16 STORAGE of activations, which halves their traffic, is not done.)
 //   auto  bf16 where the device has it, else fp32
@@ -48,7 +49,7 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& precision = "auto"
 std::unique_ptr<Backend> make_cuda_backend(kernels::cuda::Device& device, const std::string& precision);
 
 // Which version of which kernel the backend calls for each of its ops, for the lesson and
-// the logs: {"matmul (forward, dinp, dweight)", "gemm v4 bf16 tensor cores"}, ...
+// the logs: {"matmul (forward, dinp, dweight)", "matmul v11 any layout (BF16)"}, ...
 std::vector<std::pair<std::string, std::string>> kernel_plan(Backend& cuda_backend);
 
 // The device bytes a training run at (B, T) needs (memory_breakdown plus the backend's own

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "gpt/profile.h"
-#include "kernels/cuda/bench/run.h"
+#include "kernels/cuda/ceilings.h"  // emulator_warning
 #include "kernels/harness.h"
 #include "nn/check.h"
 #include "nn/progress.h"
@@ -237,7 +237,7 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
   std::cout << "\n" << table.str();
   for (const Row& r : rows) {
     if (r.name.find("emulator") != std::string::npos) {
-      std::cout << kernels::cuda::bench::emulator_warning() << "\n";
+      std::cout << kernels::cuda::emulator_warning() << "\n";
       break;
     }
   }

@@ -284,7 +284,9 @@ std::vector<FakeRow> passing_rows() {
       {"matmul", "M=N=K=4096", "v6", "warp tiles", false, 1.2, kMatmulFlops, 2e8, 0},
       {"matmul", "M=N=K=4096", "v7", "tensor cores TF32", false, 0.3, kMatmulFlops, 2e8, 0},  // not compared
       {"matmul", "M=N=K=4096", "cublas", "cuBLAS SGEMM", true, 1.0, kMatmulFlops, 2e8, 0},
+      {"matmul", "M=N=K=4096", "v11", "any layout (BF16)", false, 0.2, kMatmulFlops, 2e8, 0},  // not compared
       {"matmul", "M=N=K=4096", "cublas-tf32", "cuBLAS TF32", true, 0.25, kMatmulFlops, 2e8, 0},  // not compared
+      {"matmul", "M=N=K=4096", "cublas-bf16", "cuBLAS GEMM (BF16)", true, 0.15, kMatmulFlops, 2e8, 0},  // not compared
       {"matmul", "M=N=K=1024", "v6", "warp tiles", false, 5.0, 2.0 * 1024 * 1024 * 1024, 1e7, 0},  // other size
       {"attention", "B=4 T=1024 C=768 NH=12", "v1", "unfused", false, 3.0, 1e10, 1e9, kScores1024},
       {"attention", "B=4 T=1024 C=768 NH=12", "v3", "flash", false, 2.0, 1e10, 1e8, 0},

@@ -5,8 +5,12 @@
 
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/bench/ops.h"
+#include "kernels/cuda/device.h"
+#include "kernels/harness.h"
+#include "nn/transformer.h"
 
 namespace cb = kernels::cuda::bench;
 
@@ -27,19 +31,35 @@ bool single_version(const std::string& name) {
 void validate_versions(kernels::cuda::Device& dev, const cb::Op& op, const std::vector<cb::Variant>& variants) {
   REQUIRE_FALSE(op.test_sizes.empty());
   uint64_t seed = 1;
+  std::vector<int> validated(variants.size(), 0);  // sizes each variant was validated at
   for (const std::string& size : op.test_sizes) {
     const auto problem = op.make(dev, size, seed++);
     for (size_t v = 0; v < variants.size(); ++v) {
       if (variants[v].info.min_sm > dev.info().sm) {
         WARN(op.name << " " << variants[v].info.id << " needs compute capability " << variants[v].info.min_sm
                      << ": not run on " << dev.info().name);
+        validated[v] = -1;  // not expected to run here
+        continue;
+      }
+      // A variant that does not compute this form at all (matmul's lesson rungs at a
+      // transposed, biased or accumulating size) is skipped, and only such a one.
+      const std::string unsupported = problem->unsupported(v);
+      if (!unsupported.empty()) {
+        CHECK(variants[v].info.plain_only);
         continue;
       }
       INFO(op.name << " " << variants[v].info.id << " (" << variants[v].info.name << ") at " << problem->shape());
       const kernels::harness::Check c = problem->validate(v);
       INFO(c.report);
       CHECK(c.ok());
+      ++validated[v];
     }
+  }
+  // Every variant that can run here was validated at some size (the skips above cannot
+  // empty a variant's list).
+  for (size_t v = 0; v < variants.size(); ++v) {
+    INFO(op.name << " " << variants[v].info.id);
+    CHECK(validated[v] != 0);
   }
 }
 
@@ -81,7 +101,35 @@ TEST_CASE("cuda emu: bias + gelu", "[cuda][emu-kernels]") { validate_op(kernels:
 TEST_CASE("cuda emu: cross-entropy", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "crossentropy"); }
 TEST_CASE("cuda emu: adamw", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "adamw"); }
 TEST_CASE("cuda emu: attention", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "attention"); }
-TEST_CASE("cuda emu: gemm", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "gemm"); }
+// The trainer's forms (transposes, bias, accumulate) run on v1 and v9-v11 (validated above at
+// the matmul op's worded test sizes); lesson 09's rungs v2-v8 compute the plain product only,
+// and refuse the other forms rather than compute something else.
+TEST_CASE("cuda emu: matmul's lesson rungs refuse a form they do not compute", "[cuda][emu-kernels]") {
+  kernels::cuda::Device& dev = kernels::cuda::emulator();
+  const auto& table = dev.kernels().matmul;
+  REQUIRE(table.size() >= 11);
+  kernels::cuda::Buffer<float> a(dev, 16), b(dev, 16), c(dev, 16), bias(dev, 4);
+  a.fill_bytes(0);
+  b.fill_bytes(0);
+  bias.fill_bytes(0);
+  kernels::cuda::MatmulArgs forms[4];
+  forms[0].trans_a = true;
+  forms[1].trans_b = true;
+  forms[2].accumulate = true;
+  forms[3].bias = bias.data();
+  int plain_only = 0;
+  for (const auto& v : table) {
+    INFO("matmul " << v.info.id);
+    if (!v.info.plain_only) continue;
+    ++plain_only;
+    for (const auto& args : forms) {
+      CHECK_THROWS_AS(v.run(c.data(), a.data(), b.data(), 4, 4, 4, args), kernels::cuda::Error);
+    }
+    v.run(c.data(), a.data(), b.data(), 4, 4, 4, {});  // the plain product runs
+  }
+  CHECK(plain_only == 7);  // v2-v8
+  CHECK_FALSE(table.front().info.plain_only);  // v1, the reference, computes every form
+}
 TEST_CASE("cuda emu: bias backward", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "bias_backward"); }
 
 TEST_CASE("cuda emu: encoder forward", "[cuda][emu-kernels]") {
@@ -94,6 +142,29 @@ TEST_CASE("cuda emu: gelu backward", "[cuda][emu-kernels]") { validate_op(kernel
 TEST_CASE("cuda emu: dropout forward", "[cuda][emu-kernels]") {
   validate_single_op(kernels::cuda::emulator(), "dropout_forward");
 }
+// The bench checks the kernel's mask against the mask's definition written out in the bench
+// (kernels/ knows nothing of nn/); here the kernel's mask and output are checked against
+// nn::dropout_forward itself, bit for bit: the mask the naive and cpu backends draw.
+TEST_CASE("cuda emu: dropout draws nn::dropout_forward's mask, bit for bit", "[cuda][emu-kernels]") {
+  kernels::cuda::Device& dev = kernels::cuda::emulator();
+  const auto& table = dev.kernels().dropout_forward;
+  REQUIRE(table.size() == 1);
+  const size_t n = 1003;  // not a multiple of a block
+  std::vector<float> x(n);
+  kernels::harness::fill_random(x, 7, -1.0f, 1.0f);
+  for (const float p : {0.0f, 0.1f, 0.5f}) {
+    const uint64_t seed = 0x1234567890ABCDEFull + static_cast<uint64_t>(p * 100);
+    std::vector<float> want_out(n), want_mask(n);
+    nn::dropout_forward(want_out.data(), want_mask.data(), x.data(), static_cast<int64_t>(n), p, seed);
+    kernels::cuda::Buffer<float> in(dev, x), out(dev, n), mask(dev, n);
+    table[0].run(out.data(), mask.data(), in.data(), n, p, seed);
+    dev.synchronize();
+    INFO("p = " << p);
+    CHECK(mask.to_host() == want_mask);
+    CHECK(out.to_host() == want_out);
+  }
+}
+
 TEST_CASE("cuda emu: multiply", "[cuda][emu-kernels]") { validate_single_op(kernels::cuda::emulator(), "multiply"); }
 TEST_CASE("cuda emu: add", "[cuda][emu-kernels]") { validate_single_op(kernels::cuda::emulator(), "add"); }
 TEST_CASE("cuda emu: scale", "[cuda][emu-kernels]") { validate_single_op(kernels::cuda::emulator(), "scale"); }

@@ -1,5 +1,5 @@
 // The emulator's nvcuda::wmma subset (kernels/cuda/emu/wmma.h), which the tensor-core
-// kernels (matmul v8, gemm v3: TF32; gemm v4: BF16) run on: TF32 and BF16 rounding, one
+// kernels (matmul v8, v10: TF32; matmul v11: BF16) run on: TF32 and BF16 rounding, one
 // 16x16x8 TF32 and one 16x16x16 BF16 mma against double references, both memory layouts, a
 // collective called from divergent code, misaligned pointers and bad ldm.
 //
@@ -209,7 +209,7 @@ TEST_CASE("wmma emulation: a fragment pointer that is not 32-byte aligned is an 
   CHECK_THAT(message, Catch::Matchers::Contains("misaligned_load") && Catch::Matchers::Contains("32-byte aligned"));
 }
 
-// ---- BF16 (gemm v4) ----------------------------------------------------------------------------
+// ---- BF16 (matmul v11) -------------------------------------------------------------------------
 
 namespace {
 

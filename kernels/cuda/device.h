@@ -5,7 +5,7 @@
 //
 //   Device& dev = kernels::cuda::default_device();   // the GPU if there is one, else the emulator
 //   Buffer<float> a(dev, n);  a.upload(host);         // cudaMalloc + cudaMemcpy
-//   dev.kernels().matmul[2].run(c, a, b, M, N, K);    // version v3 of the matmul ladder
+//   dev.kernels().matmul[2].run(c, a, b, M, N, K, {});  // version v3 of the matmul ladder
 //
 // Every op has numbered versions (v1 naive ... vN fused/tiled), each with what it changes
 // and the compute capability it needs; the .cu file of the op lists them in its header
@@ -35,8 +35,25 @@ class Error : public std::runtime_error {
 
 // ---- the ops: one launcher signature each ---------------------------------------------
 
-// C (M,N) = A (M,K) . B (K,N)
-using MatmulFn = void (*)(float* C, const float* A, const float* B, int M, int N, int K);
+// C (M,N) = op(A) . op(B) (+ bias[col] when bias is not null), or C += that (accumulate).
+// op(A) = A stored (M,K), or with trans_a A stored (K,M) and read transposed; op(B) = B
+// stored (K,N), or with trans_b B stored (N,K). Lesson 09's product is the plain one,
+// C (M,N) = A (M,K) . B (K,N) (MatmulArgs{}); the GPT's linear layer uses three forms:
+//   forward   out (N,OC)  = inp (N,C) . W (OC,C)^T + b     M=N, N=OC, K=C   trans_b
+//   dinp      dinp (N,C)  = dout (N,OC) . W (OC,C)         M=N, N=C, K=OC   plain
+//   dweight   dW (OC,C)  += dout (N,OC)^T . inp (N,C)      M=OC, N=C, K=N   trans_a, accumulate
+// A version marked KernelInfo::plain_only computes the plain form alone and throws Error for
+// the others. Every version gives the same result run after run (no atomics across K).
+struct MatmulArgs {
+  bool trans_a = false;
+  bool trans_b = false;
+  bool accumulate = false;      // C += result (bias included) instead of C = result
+  const float* bias = nullptr;  // (N), added to every row
+};
+using MatmulFn = void (*)(float* C, const float* A, const float* B, int M, int N, int K, MatmulArgs args);
+// dbias (OC) += the column sums of dout (N,OC), summed in a fixed order (deterministic): the
+// bias gradient of the linear layer (kernels/cuda/matmul.cu).
+using BiasBackwardFn = void (*)(float* dbias, const float* dout, int N, int OC);
 // out = cos(cos(in)), n floats: the fusion demo (two kernels vs one).
 using Cos2Fn = void (*)(float* out, const float* in, int n);
 // out (rows, cols) = softmax of each row of in.
@@ -75,22 +92,6 @@ using AdamWFn = void (*)(float* params, float* m, float* v, const float* grads, 
 using AttentionFn = void (*)(float* out, float* workspace, const float* qkv, int B, int T, int C, int NH);
 using WorkspaceFn = size_t (*)(int B, int T, int C, int NH);
 // ---- the GPT's ops (what gpt/backend_cuda.cpp calls; issue 7) -----------------------------
-// C (M,N) = op(A) . op(B) (+ bias[col] when bias is not null), or C += that (accumulate).
-// op(A) = A stored (M,K), or with trans_a A stored (K,M) and read transposed; op(B) = B
-// stored (K,N), or with trans_b B stored (N,K). The GPT's linear layer uses three forms:
-//   forward   out (N,OC)  = inp (N,C) . W (OC,C)^T + b     M=N, N=OC, K=C   trans_b
-//   dinp      dinp (N,C)  = dout (N,OC) . W (OC,C)         M=N, N=C, K=OC   plain
-//   dweight   dW (OC,C)  += dout (N,OC)^T . inp (N,C)      M=OC, N=C, K=N   trans_a, accumulate
-// Every version gives the same result run after run (no atomics across K).
-struct GemmArgs {
-  bool trans_a = false;
-  bool trans_b = false;
-  bool accumulate = false;      // C += result (bias included) instead of C = result
-  const float* bias = nullptr;  // (N), added to every row
-};
-using GemmFn = void (*)(float* C, const float* A, const float* B, int M, int N, int K, GemmArgs args);
-// dbias (OC) += the column sums of dout (N,OC), summed in a fixed order (deterministic).
-using BiasBackwardFn = void (*)(float* dbias, const float* dout, int N, int OC);
 // Causal self-attention backward (nn::attention_backward): from dout (B,T,C), qkv (B,T,3C)
 // and att (B,NH,T,T), the probabilities the unfused forward versions (attention v1, v2)
 // leave in their workspace (entries t2 <= t; the rest is never read), writes dqkv (B,T,3C)
@@ -159,6 +160,9 @@ struct KernelInfo {
   std::string name;                // "shared-memory tiles"
   std::string summary;             // one line: what it changes and why
   int min_sm = NNLAB_SM_MAXWELL;   // the oldest compute capability it runs on (NNLAB_SM_* above)
+  // matmul only: the version computes the plain product C = A.B alone (lesson 09's v2-v8)
+  // and throws Error for a transpose, a bias or accumulate; the harness skips it there.
+  bool plain_only = false;
 };
 
 template <class Fn>
@@ -181,9 +185,8 @@ struct Kernels {
   std::vector<Version<CrossEntropyFn>> crossentropy;
   std::vector<Version<AdamWFn>> adamw;
   std::vector<Version<AttentionFn>> attention;
+  std::vector<Version<BiasBackwardFn>> bias_backward;  // matmul.cu: the linear layer's dbias
   // the GPT's ops (issue 7)
-  std::vector<Version<GemmFn>> gemm;
-  std::vector<Version<BiasBackwardFn>> bias_backward;
   std::vector<Version<AttentionBackwardFn>> attention_backward;
   std::vector<Version<EncoderForwardFn>> encoder_forward;
   std::vector<Version<EncoderBackwardFn>> encoder_backward;

@@ -23,7 +23,6 @@ const Kernels& table() {
     add_crossentropy(t);
     add_adamw(t);
     add_attention(t);
-    add_gemm(t);
     add_gpt_ops(t);
     add_decode(t);
     add_ceilings(t);

@@ -9,14 +9,13 @@
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
 
-void add_matmul(Kernels& k);              // matmul.cu
+void add_matmul(Kernels& k);              // matmul.cu: matmul (every form), bias_backward
 void add_elementwise(Kernels& k);         // elementwise.cu: cos2, gelu, bias_gelu
 void add_softmax(Kernels& k);             // softmax.cu
 void add_layernorm(Kernels& k);           // layernorm.cu: forward, backward, residual + layernorm
 void add_crossentropy(Kernels& k);        // crossentropy.cu
 void add_adamw(Kernels& k);               // adamw.cu
 void add_attention(Kernels& k);           // attention.cu: forward and backward
-void add_gemm(Kernels& k);                // gemm.cu: gemm (transposes, bias, accumulate), bias_backward
 void add_gpt_ops(Kernels& k);             // gpt_ops.cu: encoder, gelu backward, dropout, add, multiply,
                                           // cross-entropy loss and backward, sum, scale
 void add_decode(Kernels& k);              // decode.cu: matvec over packed weights, attention over a KV cache

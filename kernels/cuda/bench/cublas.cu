@@ -1,4 +1,4 @@
-// kernels/cuda/bench/cublas.cu: cuBLAS's SGEMM as the matmul ladder's and the gemm's peer
+// kernels/cuda/bench/cublas.cu: cuBLAS's SGEMM and GEMM as the matmul ladder's peers
 // (kernels/cuda/bench/cublas.h). Compiled only when the build has nvcc; it calls the host
 // API alone, no kernels of its own.
 #include "kernels/cuda/bench/cublas.h"
@@ -65,7 +65,7 @@ void cublas_sgemm(float* C, const float* A, const float* B, int M, int N, int K,
   }
 }
 
-void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, const GemmArgs& args,
+void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, const MatmulArgs& args,
                  const float* ones, CublasMath math) {
   const Handle& h = the_handle();
   if (h.created != CUBLAS_STATUS_SUCCESS) throw Error("cuBLAS: cublasCreate failed: " + describe(h.created));

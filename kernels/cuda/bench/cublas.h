@@ -1,6 +1,6 @@
-// kernels/cuda/bench/cublas.h: cuBLAS's SGEMM, the peer the matmul ladder and the GPT's gemm
-// are measured against in the GPU bench (kernels/cuda/bench/matmul.cpp, gemm.cpp). Only the
-// bench links cuBLAS:
+// kernels/cuda/bench/cublas.h: cuBLAS's SGEMM and GEMM, the peers the matmul ladder is
+// measured against in the GPU bench (kernels/cuda/bench/matmul.cpp). Only the bench links
+// cuBLAS:
 // the ladder, the lessons and the trainer never depend on it.
 //
 // cublas.cu implements it when the build has nvcc; cublas_none.cpp otherwise (available()
@@ -17,9 +17,9 @@ namespace kernels::cuda::bench {
 // creating a cuBLAS handle fails; *why then says which.
 bool cublas_available(Device& dev, std::string* why);
 
-// C (M,N) = A (M,K) . B (K,N), row-major fp32 device pointers, like the ladder's MatmulFn,
+// C (M,N) = A (M,K) . B (K,N), row-major fp32 device pointers, the ladder's plain product,
 // on the default stream (returns without waiting). tf32: allow tensor-core TF32 math
-// (CUBLAS_TF32_TENSOR_OP_MATH, v8's peer); otherwise pure fp32 (CUBLAS_DEFAULT_MATH).
+// (CUBLAS_TF32_TENSOR_OP_MATH, v8's and v10's peer); otherwise pure fp32 (CUBLAS_DEFAULT_MATH).
 // Throws kernels::cuda::Error when cuBLAS fails.
 void cublas_sgemm(float* C, const float* A, const float* B, int M, int N, int K, bool tf32);
 
@@ -28,11 +28,11 @@ void cublas_sgemm(float* C, const float* A, const float* B, int M, int N, int K,
 // _FAST_16BF, compute capability 8.0), fp32 accumulate either way.
 enum class CublasMath { fp32, tf32, bf16 };
 
-// The GemmFn contract (kernels/cuda/device.h) with cuBLAS: C (M,N) = op(A) . op(B) + bias,
+// The MatmulFn contract (kernels/cuda/device.h) with cuBLAS: C (M,N) = op(A) . op(B) + bias,
 // or C += that. cublasGemmEx makes the product (beta = 1 when accumulating), then
 // cublasSger adds the bias as the rank-1 update ones (M) . bias (N)^T: `ones` is M device
 // floats of 1.0, needed only with a bias. On the default stream; throws Error on failure.
-void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, const GemmArgs& args,
+void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, const MatmulArgs& args,
                  const float* ones, CublasMath math);
 
 }  // namespace kernels::cuda::bench

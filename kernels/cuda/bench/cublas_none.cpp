@@ -13,7 +13,7 @@ void cublas_sgemm(float*, const float*, const float*, int, int, int, bool) {
   throw Error("cuBLAS: built without nvcc");
 }
 
-void cublas_gemm(float*, const float*, const float*, int, int, int, const GemmArgs&, const float*, CublasMath) {
+void cublas_gemm(float*, const float*, const float*, int, int, int, const MatmulArgs&, const float*, CublasMath) {
   throw Error("cuBLAS: built without nvcc");
 }
 

@@ -10,7 +10,9 @@
 // multiply, scale, the encoder's wte + wpe, dropout's mask and product) the double result
 // rounded to float IS the float result (a double holds the exact sum or product of two floats
 // to within far less than half a float ulp), and the comparison is exact. Dropout's mask is
-// compared with nn::dropout_uniform's, bit for bit.
+// compared bit for bit with the mask's definition (kernels/cuda/device.h: DropoutForwardFn,
+// which is nn::dropout_forward's), written out below from that definition: kernels/ knows
+// nothing of nn/, and tests/test_cuda_kernels.cpp checks the kernel's mask against nn's.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -23,7 +25,6 @@
 
 #include "kernels/bench/ops.h"  // parse_dims, short_count
 #include "kernels/cuda/bench/ops.h"
-#include "nn/transformer.h"     // nn::dropout_uniform (inline): the mask every backend must draw
 
 namespace kernels::cuda::bench {
 
@@ -258,14 +259,26 @@ class GeluBackwardProblem final : public Problem {
 
 // ---- dropout forward ----------------------------------------------------------------------------
 
-// nn::dropout_forward's mask and output for (seed, p), from nn::dropout_uniform itself.
+// The dropout mask's uniform number for element i: output number i (0-based) of SplitMix64
+// started at state `seed` (all arithmetic on uint64_t, wrapping mod 2^64), its top 24 bits
+// as an integer times 2^-24 (exact in float, always < 1). nn/transformer.h states the same
+// definition for nn::dropout_uniform.
+float dropout_uniform_reference(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // the state after i + 1 steps
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  return static_cast<float>(static_cast<uint32_t>(z >> 40)) * 0x1.0p-24f;
+}
+
+// nn::dropout_forward's mask and output for (seed, p): mask_i = u_i < p ? 0 : 1 / (1 - p).
 void dropout_reference(const std::vector<float>& x, float p, uint64_t seed, std::vector<double>& mask,
                        std::vector<double>& out) {
   const float keep = 1.0f / (1.0f - p);  // nn: F(1) / (F(1) - F(p)), F = float
   mask.resize(x.size());
   out.resize(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
-    const float m = nn::dropout_uniform(seed, static_cast<uint64_t>(i)) < p ? 0.0f : keep;
+    const float m = dropout_uniform_reference(seed, static_cast<uint64_t>(i)) < p ? 0.0f : keep;
     mask[i] = m;
     out[i] = static_cast<float>(static_cast<double>(x[i]) * m);  // one float multiply: exact
   }

@@ -14,7 +14,7 @@ const std::vector<Op>& ops() {
       layernorm_backward_op(), residual_layernorm_op(), gelu_op(), bias_gelu_op(),
       crossentropy_op(),  adamw_op(),    attention_op(),
       // the GPT's ops (gpt/backend_cuda.cpp)
-      gemm_op(), bias_backward_op(),
+      bias_backward_op(),
       encoder_forward_op(), encoder_backward_op(), gelu_backward_op(), dropout_forward_op(), multiply_op(),
       add_op(), scale_op(), crossentropy_loss_op(), crossentropy_backward_op(), sum_op(),
       attention_backward_op(),

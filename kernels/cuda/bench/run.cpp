@@ -76,55 +76,6 @@ Device& choose_device(const std::string& which) {
   throw std::invalid_argument("--device '" + which + "' is not understood: use gpu or emu");
 }
 
-// ---- the ceilings ---------------------------------------------------------------------------
-
-Ceilings measure_ceilings(Device& dev, const CeilingOptions& opts) {
-  const DeviceInfo& info = dev.info();
-  Ceilings c;
-  c.emulated = info.emulated;
-  const int repeats = std::max(1, opts.quick ? 2 : opts.repeats);
-
-  // Copy: a buffer 8x the L2, so nothing of it is still cached when it is read again; on a
-  // GPU at least 256 MiB (an H100's L2 is 50 MiB), and at most a quarter of its memory.
-  size_t bytes = 8 * std::max<size_t>(info.l2_bytes, kMiB);
-  if (!info.emulated) {
-    bytes = std::max(bytes, 256 * kMiB);
-    if (info.memory_bytes > 0) bytes = std::min(bytes, info.memory_bytes / 4);
-  }
-  bytes = bytes / 256 * 256;
-  {
-    Buffer<float> src(dev, bytes / sizeof(float)), dst(dev, bytes / sizeof(float));
-    src.fill_bytes(0x3C);
-    dst.fill_bytes(0);
-    dev.copy(dst.data(), src.data(), bytes);  // warm-up
-    dev.synchronize();
-    double best = std::numeric_limits<double>::infinity();
-    for (int r = 0; r < repeats; ++r) {
-      best = std::min(best, dev.time_ms([&] { dev.copy(dst.data(), src.data(), bytes); }));
-    }
-    // Every byte is read once and written once: 2 x bytes of traffic.
-    if (best > 0) c.copy_gbs = 2.0 * static_cast<double>(bytes) / (best * 1e-3) / 1e9;
-    c.copy_bytes = bytes;
-  }
-
-  // FP32 FMA: 8 blocks of 256 threads per SM fill every SM (2048 threads each); the
-  // emulator runs one small block (its figure is a CPU's, and meaningless).
-  if (dev.kernels().fma_peak) {
-    const int blocks = info.emulated ? 1 : std::max(1, info.multiprocessors) * 8;
-    const int threads = info.emulated ? 32 : 256;
-    const int iters = info.emulated ? 64 : opts.quick ? 4096 : 16384;
-    Buffer<float> out(dev, static_cast<size_t>(blocks) * static_cast<size_t>(threads));
-    double flops = dev.kernels().fma_peak(out.data(), blocks, threads, iters);  // warm-up
-    dev.synchronize();
-    double best = std::numeric_limits<double>::infinity();
-    for (int r = 0; r < repeats; ++r) {
-      best = std::min(best, dev.time_ms([&] { flops = dev.kernels().fma_peak(out.data(), blocks, threads, iters); }));
-    }
-    if (best > 0) c.fma_gflops = flops / (best * 1e-3) / 1e9;
-  }
-  return c;
-}
-
 // ---- run 1-4 ---------------------------------------------------------------------------------
 
 namespace {
@@ -172,14 +123,22 @@ harness::Timing time_variant(Device& dev, Problem& problem, size_t v, const Timi
   return t;
 }
 
-// The peer the others are compared with: the first timed one that is not TF32 (cuBLAS SGEMM
-// before cuBLAS TF32: the same arithmetic as our fp32 versions), else the first timed one.
+// Whether a row's arithmetic rounds the inputs (TF32 or BF16 tensor cores): its id, name or
+// summary says so.
+bool says_reduced_precision(const std::string& text) {
+  const std::string t = lower(text);
+  return t.find("tf32") != std::string::npos || t.find("bf16") != std::string::npos;
+}
+
+// The peer the others are compared with: the first timed one that is not TF32 or BF16
+// (cuBLAS SGEMM before cuBLAS TF32: the same arithmetic as our fp32 versions), else the
+// first timed one.
 const Result* reference_peer(const std::vector<Result>& rows) {
   const Result* first = nullptr;
   for (const Result& r : rows) {
     if (!r.peer || !r.timed) continue;
     if (!first) first = &r;
-    if (lower(r.variant + " " + r.name + " " + r.summary).find("tf32") == std::string::npos) return &r;
+    if (!says_reduced_precision(r.variant + " " + r.name + " " + r.summary)) return &r;
   }
   return first;
 }
@@ -312,7 +271,11 @@ std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, co
       r.flops = problem->flops();
       r.bytes = problem->bytes(v);
       r.workspace_bytes = problem->workspace_bytes(v);
-      if (r.min_sm > info.sm) {
+      const std::string unsupported = problem->unsupported(v);
+      if (!unsupported.empty()) {
+        r.skipped = true;
+        r.note = "skipped: " + unsupported;
+      } else if (r.min_sm > info.sm) {
         r.skipped = true;
         r.note = "skipped: needs compute capability " + std::to_string(r.min_sm / 10) + "." +
                  std::to_string(r.min_sm % 10) + ", " + info.name + " is " + std::to_string(info.sm / 10) + "." +
@@ -359,12 +322,6 @@ std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, co
 
 // ---- a run, saved ----------------------------------------------------------------------------
 
-std::string emulator_warning() {
-  return "EMULATED: no GPU ran these kernels. The times are CPU times of the CUDA emulator "
-         "(kernels/cuda/emu), which runs every thread of every block one after another on the CPU: "
-         "they say nothing about the speed of any GPU. Only the validation and the bytes moved mean "
-         "anything here.";
-}
 
 std::string device_slug(const std::string& name) {
   std::string slug;
@@ -665,7 +622,7 @@ struct Row {
   double median_ms = 0.0, flops = 0.0, bytes = 0.0;
   double workspace = 0.0;
   std::string label() const { return variant + " " + name; }
-  bool says_tf32() const { return lower(variant + " " + name + " " + summary).find("tf32") != std::string::npos; }
+  bool says_tf32_or_bf16() const { return says_reduced_precision(variant + " " + name + " " + summary); }
 };
 
 // The numbers in a shape string: "M=N=K=4096" -> {4096}, "B=8 T=1024 C=768 NH=12" -> ...
@@ -714,7 +671,7 @@ Goal matmul_goal(const std::vector<Row>& rows) {
     if (r.op != "matmul" || std::fabs(r.flops - want_flops) > 1e-6 * want_flops) continue;
     const std::vector<double> dims = numbers_in(r.shape);
     if (dims.empty() || !std::all_of(dims.begin(), dims.end(), [](double d) { return d == 4096.0; })) continue;
-    if (r.says_tf32()) continue;  // TF32 is other arithmetic: not compared with SGEMM
+    if (r.says_tf32_or_bf16()) continue;  // TF32 and BF16 are other arithmetic: not compared with SGEMM
     (r.peer ? peers : ours).push_back(&r);
   }
   const Row* peer = fastest(peers);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "kernels/cuda/bench/ops.h"
+#include "kernels/cuda/ceilings.h"
 #include "kernels/cuda/device.h"
 #include "kernels/harness.h"
 
@@ -37,28 +38,12 @@ namespace kernels::cuda::bench {
 // emulator). Anything else: std::invalid_argument.
 Device& choose_device(const std::string& which);
 
-// ---- the ceilings, measured on the device --------------------------------------------------
+// ---- the ceilings, measured on the device (kernels/cuda/ceilings.h) -------------------------
 
-struct Ceilings {
-  // Device-to-device copy (Device::copy of a buffer far larger than L2): bytes read plus
-  // bytes written, per second. A memory-bound kernel moving B bytes can take no less than
-  // B / copy_bytes_per_s.
-  double copy_gbs = 0.0;
-  size_t copy_bytes = 0;  // the size of the buffer copied
-  // FP32 FMA throughput of a kernel doing nothing else (kernels/cuda/ceilings.cu): many
-  // independent FMA chains per thread on every SM. 0 when not measured.
-  double fma_gflops = 0.0;
-  bool emulated = false;
-};
-
-struct CeilingOptions {
-  bool quick = false;  // smaller buffers, fewer repeats: for tests and --quick
-  int repeats = 5;     // the best run is kept (as STREAM does)
-};
-
-// The copy buffer is max(8 x L2, 256 MiB) on a GPU (at most a quarter of its memory), 8 x
-// L2 on the emulator.
-Ceilings measure_ceilings(Device& dev, const CeilingOptions& opts = {});
+using kernels::cuda::CeilingOptions;
+using kernels::cuda::Ceilings;
+using kernels::cuda::emulator_warning;
+using kernels::cuda::measure_ceilings;
 
 // ---- run 1-4 ---------------------------------------------------------------------------
 
@@ -122,8 +107,6 @@ struct Report {
   std::vector<Result> results;
 };
 
-// "EMULATED: ... say nothing about a GPU": what every output of an emulated run carries.
-std::string emulator_warning();
 // "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3": the file name of a device's record.
 std::string device_slug(const std::string& device_name);
 // One line per result, as lesson 09 prints it: "v3 shared-memory tiles  1.234 ms  ...".
@@ -153,8 +136,9 @@ struct GoalsReport {
 };
 
 // Reads a bench JSON (write_json's) and judges:
-//   1. matmul: the best version at M=N=K=4096 (TF32 versions excluded) runs at >= 80% of
-//      cuBLAS SGEMM (the fastest peer whose id, name and summary do not say TF32);
+//   1. matmul: the best version at M=N=K=4096 (TF32 and BF16 versions excluded) runs at
+//      >= 80% of cuBLAS SGEMM (the fastest peer whose id, name and summary say neither TF32
+//      nor BF16);
 //   2. memory-bound fused kernels: softmax, layernorm_forward, bias_gelu and adamw, the best
 //      version of each at its largest measured size, reach >= 70% of the copy bandwidth;
 //   3. attention: at every measured T >= 1024 the best fused version (workspace below the

@@ -1,6 +1,6 @@
 // kernels/cuda/emu/wmma.h: the part of CUDA's <mma.h> (nvcuda::wmma, the warp-level
-// tensor-core API) and <cuda_bf16.h> that the tensor-core kernels use (TF32: matmul v8, gemm
-// v3; BF16: gemm v4, kernels/cuda/gemm.cu), for the emulator. Include after
+// tensor-core API) and <cuda_bf16.h> that the tensor-core kernels use (TF32: matmul v8 and
+// v10; BF16: matmul v11, kernels/cuda/matmul.cu), for the emulator. Include after
 // kernels/cuda/cuda.h, in emulated builds only; nvcc builds include <mma.h> and
 // <cuda_bf16.h>.
 //
