@@ -19,7 +19,7 @@
 #include "kernels/harness.h"
 #include "nn/check.h"
 #include "nn/cli_checks.h"
-#include "nn/progress.h"
+#include "io/progress.h"
 #include "nn/rng.h"
 
 #ifndef NNLAB_TORCH_PYTHON
