@@ -20,7 +20,7 @@
 // of them has it checked.
 //
 // A checkpoint never holds NaN or infinity: save_safetensors refuses to write one (the
-// previous file stays as it was) and load_safetensors refuses to read one, naming the
+// previous file stays as it was) and read_safetensors refuses to read one, naming the
 // tensor. Debug dumps that must show a NaN being hunted say so with NonFinite::Allow.
 //
 // Saving writes <path>.tmp, fsyncs it, renames it over <path> and fsyncs the directory:
