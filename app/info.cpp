@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "kernels/simd.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 
 #ifdef NNLAB_HAVE_CUDA
 #include "app/cuda_info.h"

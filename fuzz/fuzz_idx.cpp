@@ -10,7 +10,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "nn/check.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> bytes(data, data + size);

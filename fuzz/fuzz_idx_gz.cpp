@@ -7,7 +7,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "nn/check.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::write_scratch("input-idx3-ubyte.gz", fuzz::as_text(data, size));

@@ -1,6 +1,6 @@
 // fuzz/fuzz_safetensors.cpp: nn::load_safetensors and nn::load_params on arbitrary bytes.
 //
-// The raw file format: 8-byte header length, JSON header, data section (nn/checkpoint.h).
+// The raw file format: 8-byte header length, JSON header, data section (io/safetensors.h).
 // Mutating raw bytes exercises the structural checks: the length, UTF-8, the JSON parser
 // (nesting, escapes, integers), the tensor table (dtype, shapes, offsets, overlaps, gaps)
 // and the checksum. Then load_params checks the tensors against a fixed two-tensor model,

@@ -13,7 +13,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "nn/check.h"
-#include "nn/text.h"
+#include "io/text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 4) return 0;

@@ -18,7 +18,7 @@
 #include "kernels/cuda/ceilings.h"  // emulator_warning
 #include "kernels/harness.h"
 #include "nn/check.h"
-#include "nn/progress.h"
+#include "io/progress.h"
 #include "nn/rng.h"
 
 #ifndef NNLAB_TORCH_PYTHON

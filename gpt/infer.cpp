@@ -12,7 +12,7 @@
 #include "kernels/clock.h"
 #include "kernels/decode.h"
 #include "nn/check.h"
-#include "nn/text.h"
+#include "io/text.h"
 
 namespace gpt {
 

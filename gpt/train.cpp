@@ -17,7 +17,7 @@
 #include "nn/checkpoint.h"
 #include "nn/cli_checks.h"
 #include "nn/numbers.h"
-#include "nn/progress.h"
+#include "io/progress.h"
 #include "nn/rng.h"
 
 #ifdef _OPENMP

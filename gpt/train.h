@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gpt/model.h"
-#include "nn/text.h"
+#include "io/text.h"
 
 namespace gpt {
 

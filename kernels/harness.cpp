@@ -15,6 +15,7 @@
 
 #include "kernels/clock.h"
 #include "kernels/simd.h"
+#include "kernels/splitmix64.h"
 
 #ifndef NNLAB_CXX_FLAGS
 #define NNLAB_CXX_FLAGS "unknown"
@@ -25,11 +26,10 @@ namespace kernels::harness {
 // ---- 1-2. validation ------------------------------------------------------------------
 
 uint64_t Random::next_u64() {
-  // splitmix64 (Steele, Lea, Flood 2014): a counter through a strong bit mixer.
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  // splitmix64 (kernels/splitmix64.h): a counter through a strong bit mixer.
+  const uint64_t z = splitmix64(state_);
+  state_ += kSplitMix64Gamma;
+  return z;
 }
 
 float Random::uniform(float lo, float hi) {

@@ -1,83 +1,26 @@
-// nn/checkpoint.h: checkpoints in the safetensors format, written atomically.
-//
-// safetensors (https://github.com/huggingface/safetensors) is: an 8-byte little-endian
-// header length N, N bytes of JSON {"name": {"dtype": "F32", "shape": [..],
-// "data_offsets": [begin, end]}, ..., "__metadata__": {"key": "value"}}, then the raw
-// little-endian tensor bytes. numpy, PyTorch and the notebooks can read it directly.
-//
-// We add two metadata entries, both 64-bit FNV-1a hashes, so a file damaged after it was
-// written is caught, not trained from:
-//   "nnlab.checksum"         the data section (the tensors' bytes);
-//   "nnlab.header_checksum"  the rest of the header: every other metadata key and value and
-//                            the tensor table (names, shapes, offsets). A one-digit change in a
-//                            vocabulary or a step count fails it as a flipped data bit does.
-//                            Exactly: FNV-1a over a sequence of fields, each preceded by its
-//                            length (8 bytes, little-endian): every metadata key and value in
-//                            key order (the two checksums left out), "__tensors__", then per
-//                            tensor in name order its name, "F32", its dims each followed by
-//                            ',' ("2,3,"; "" for a scalar) and "begin,end" ("0,24").
-// Files from other writers (PyTorch, numpy) have neither and load; an nnlab file with one
-// of them has it checked.
-//
-// A checkpoint never holds NaN or infinity: save_safetensors refuses to write one (the
-// previous file stays as it was) and load_safetensors refuses to read one, naming the
-// tensor. Debug dumps that must show a NaN being hunted say so with NonFinite::Allow.
-//
-// Saving writes <path>.tmp, fsyncs it, renames it over <path> and fsyncs the directory:
-// a crash or a power cut mid-write leaves the previous checkpoint intact, and on any error
-// the .tmp is removed. A .tmp left by a process killed mid-write is removed by
-// remove_unfinished_writes (the trainer calls it on the next run).
+// nn/checkpoint.h: checkpoints of nn::Tensor and of a model's parameters, in the safetensors
+// format of io/safetensors.h (the format, its checksums, the atomic write and the checks on
+// reading are described there).
 #pragma once
 
-#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "nn/optim.h"
 #include "nn/tensor.h"
 
 namespace nn {
-
-struct TensorRef {
-  std::string name;
-  Shape shape;
-  const float* data = nullptr;
-};
 
 struct Checkpoint {
   std::map<std::string, std::string> metadata;
   std::map<std::string, Tensor> tensors;
 };
 
-// What a writer or reader does with a NaN or an infinity in a tensor.
-enum class NonFinite {
-  Refuse,  // nn::Error naming the file, the tensor and the first bad index (checkpoints)
-  Allow,   // written and read as they are (debug dumps: the NaN may be what is hunted)
-};
-
-void save_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
-                      const std::map<std::string, std::string>& metadata = {},
-                      NonFinite non_finite = NonFinite::Refuse);
-
-// The largest file load_safetensors reads unless told otherwise: more than any model this
-// course trains (GPT-2 small with its AdamW state is 1.5 GB), less than a small machine's
-// memory. A larger file is refused before a byte of it is read.
-inline constexpr uint64_t kMaxCheckpointBytes = 8ULL << 30;  // 8 GiB
-
-struct LoadOptions {
-  NonFinite non_finite = NonFinite::Refuse;
-  uint64_t max_bytes = kMaxCheckpointBytes;
-};
-// Validates everything: file size within max_bytes, header length within the file, JSON
-// well-formed, dtype F32, offsets in order, inside the data section and matching the
-// shape, both checksums if present, finite values (unless Allow).
+// read_safetensors (io/safetensors.h), every check included, with the tensors as nn::Tensor.
 // Throws nn::Error naming the file and the problem.
 Checkpoint load_safetensors(const std::string& path, const LoadOptions& options = {});
-
-// Removes the files <name>.safetensors.tmp in `dir` (not below it): what save_safetensors
-// leaves when its process is killed mid-write. Returns their paths (to say so).
-std::vector<std::string> remove_unfinished_writes(const std::string& dir);
 
 // Saves params (names and shapes as keys) plus metadata.
 void save_params(const std::string& path, const std::vector<Param>& params,

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "nn/check.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 
 namespace nn {
 

@@ -29,6 +29,11 @@ std::string shape_str(const Shape& shape) {
 Tensor::Tensor(Shape shape, float fill)
     : shape_(std::move(shape)), data_(static_cast<size_t>(numel_of(shape_)), fill) {}
 
+Tensor::Tensor(Shape shape, std::vector<float> data) : shape_(std::move(shape)), data_(std::move(data)) {
+  NN_CHECK(static_cast<int64_t>(data_.size()) == numel_of(shape_),
+           "a tensor of shape " << shape_str(shape_) << " needs " << numel_of(shape_) << " floats, got " << data_.size());
+}
+
 Tensor Tensor::uniform(Shape shape, Rng& rng, float lo, float hi) {
   Tensor t(std::move(shape));
   for (float& v : t.data_) {

@@ -38,6 +38,8 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(Shape shape, float fill = 0.0f);
   Tensor(std::initializer_list<int64_t> shape) : Tensor(Shape(shape)) {}
+  // Takes over `data` (no copy): prod(shape) floats, row-major; nn::Error otherwise.
+  Tensor(Shape shape, std::vector<float> data);
 
   // Filled from a seeded generator, e.g. for weight initialisation.
   static Tensor uniform(Shape shape, Rng& rng, float lo, float hi);

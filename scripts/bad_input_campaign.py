@@ -61,10 +61,10 @@ import zlib
 from pathlib import Path
 from typing import Callable, Optional
 
-# ---- the safetensors format (nn/checkpoint.h) ----------------------------------------------
+# ---- the safetensors format (io/safetensors.h) ----------------------------------------------
 # 8-byte little-endian header length N, N bytes of JSON, then the raw little-endian float32
 # data. nnlab adds "nnlab.checksum", 64-bit FNV-1a of the data section, and (since issue 17)
-# "nnlab.header_checksum", FNV-1a of the rest of the header as nn/checkpoint.h spells it out.
+# "nnlab.header_checksum", FNV-1a of the rest of the header as io/safetensors.h spells it out.
 CHECKSUM_KEYS = ("nnlab.checksum", "nnlab.header_checksum")
 
 
@@ -119,7 +119,7 @@ def st_problem(path: Path) -> Optional[str]:
 
 
 def header_checksum(meta: dict, entries: dict) -> int:
-    """nnlab.header_checksum (nn/checkpoint.h): FNV-1a over length-prefixed fields: every
+    """nnlab.header_checksum (io/safetensors.h): FNV-1a over length-prefixed fields: every
     metadata key and value in key order (the checksums left out), "__tensors__", then per
     tensor in name order its name, its dtype, its dims each followed by ',' and "begin,end"."""
     def field(text: str) -> bytes:
@@ -136,7 +136,7 @@ def header_checksum(meta: dict, entries: dict) -> int:
 
 def checksum_scheme(raw: bytes) -> str:
     """How a file of the build under test is signed: 'data+header' (both checksums, as
-    nn/checkpoint.h documents them), 'data' (the data checksum only: format nnlab-gpt-1 before
+    io/safetensors.h documents them), 'data' (the data checksum only: format nnlab-gpt-1 before
     issue 17), or 'unknown' (then the campaign writes its files unsigned, as another writer
     would)."""
     head, _, data = st_split(raw)
@@ -181,7 +181,7 @@ def st_build(tensors: list, metadata: dict, scheme: str = "data", header_text: O
     return struct.pack("<Q", len(hb)) + hb + bytes(data)
 
 
-# ---- IDX files (nn/idx.h) -----------------------------------------------------------------
+# ---- IDX files (io/idx.h) -----------------------------------------------------------------
 
 
 def idx_bytes(dims, data: bytes, type_byte: int = 0x08, ndims: Optional[int] = None, zero=(0, 0)) -> bytes:

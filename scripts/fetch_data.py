@@ -19,7 +19,7 @@ checksums than the upstream ones below; nnlab's IDX reader validates the content
 way (magic, sizes, exact length), so both are fine to use.
 
 Tiny Shakespeare (lessons 05-06, character models) keeps its upstream name, input.txt, in
-data/tinyshakespeare/, which is one of the places nn::load_corpus looks (nn/text.h). A
+data/tinyshakespeare/, which is one of the places nn::load_corpus looks (io/text.h). A
 copy named tinyshakespeare.txt directly in a data folder ($NNLAB_DATA, data/) is found
 too. Without it the lessons train on the licence texts in /usr/share/common-licenses
 instead, and say so.

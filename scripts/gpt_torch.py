@@ -33,7 +33,7 @@ Subcommands:
         --seq-len 64 --seed 1]
         GPT-2-initialised weights and a random batch, to try `parity` without the C++ side.
 
-The weights file is a safetensors file (see nn/checkpoint.h) whose "__metadata__" holds the
+The weights file is a safetensors file (see io/safetensors.h) whose "__metadata__" holds the
 configuration as strings: "vocab_size", "block_size", "n_layer", "n_head", "n_embd". The
 batch file holds "inputs" and "targets", each (B,T) float32 holding integer token ids.
 
@@ -70,10 +70,10 @@ class GPTTorchError(Exception):
 #
 # {"__metadata__": {"key": "value"}, "name": {"dtype": "F32", "shape": [..],
 #  "data_offsets": [begin, end]}, ...} then the tensors' bytes back to back. F32 only, as
-# nn/checkpoint.h writes. The C++ writer adds "nnlab.checksum" (64-bit FNV-1a of the data
+# io/safetensors.h writes. The C++ writer adds "nnlab.checksum" (64-bit FNV-1a of the data
 # section) to the metadata; we check it when present and write none (it is optional).
 
-MAX_HEADER_BYTES = 100_000_000  # the same limit as nn/checkpoint.cpp and the reference
+MAX_HEADER_BYTES = 100_000_000  # the same limit as io/safetensors.cpp and the reference
 CHECKSUM_KEY = "nnlab.checksum"
 
 

@@ -22,7 +22,7 @@
 #   SKIP_LESSON10=1              without step 4 (lesson 10's kv, law and quant parts on the GPU)
 #   TRAIN_PRECISIONS="bf16 fp32" the training runs of step 3 (default: bf16 fp32)
 #   MAX_ITERS=5000               shorter runs to check the pipeline
-#   DATA=path/to/input.txt       Tiny Shakespeare (default: nnlab's own search, see nn/text.h)
+#   DATA=path/to/input.txt       Tiny Shakespeare (default: nnlab's own search, see io/text.h)
 #   TORCH_PYTHON=/usr/bin/python3  a Python with PyTorch+CUDA for the peer (default: the one
 #                                CMake found; without one the PyTorch rows are skipped, said so)
 set -euo pipefail

@@ -9,7 +9,7 @@
 
 #include "nn/classify.h"
 #include "nn/ops.h"
-#include "nn/progress.h"
+#include "io/progress.h"
 
 TEST_CASE("ClassifyBatch: loss, predictions, correct count and dlogits as the ops give them", "[nn][classify]") {
   const int B = 3, V = 4;

@@ -18,7 +18,7 @@
 #include "tests/test_util.h"
 #include "nn/check.h"
 #include "nn/dataset.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 #include "nn/rng.h"
 #include "nn/tensor.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tests/test_util.h"
-#include "nn/text.h"
+#include "io/text.h"
 namespace fs = std::filesystem;
 using namespace testing;  // TempDir, error_of, read_bytes, write_bytes (tests/test_util.h)
 using Catch::Contains;

@@ -18,7 +18,7 @@
 #include "fuzz/gpt_checkpoint_text.h"
 #include "gpt/train.h"
 #include "nn/check.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 
 #ifndef NNLAB_SOURCE_DIR
 #define NNLAB_SOURCE_DIR "."
@@ -100,11 +100,11 @@ std::string described_checkpoint(const testing::TempDir& dir, const std::string&
 
 }  // namespace
 
-// ---- nn/idx.cpp (data loaders: h-a) -----------------------------------------------------------
+// ---- io/idx.cpp (data loaders: h-a) -----------------------------------------------------------
 
 TEST_CASE("fuzz regression: a 4-byte .gz whose trailer claims 841 MB is refused without allocating them",
           "[fuzz-regression][idx]") {
-  // FIX IN nn/idx.cpp (gunzip reserves the trailer's ISIZE before inflating anything; a gzip
+  // FIX IN io/idx.cpp (gunzip reserves the trailer's ISIZE before inflating anything; a gzip
   // stream cannot inflate more than ~1032x its size, so the reservation needs a bound from the
   // input's size). Found by fuzz_idx_gz: libFuzzer's malloc limit saw malloc(841 MB).
   testing::TempDir dir("fuzz-idx-gz");

@@ -1,4 +1,4 @@
-// nn/idx: IDX files read back exactly, gzip (when the build has zlib), and every kind of
+// io/idx: IDX files read back exactly, gzip (when the build has zlib), and every kind of
 // bad file ends in an nn::Error that names the file and says what is wrong.
 #include <catch2/catch.hpp>
 
@@ -14,7 +14,7 @@
 
 #include "tests/test_util.h"
 #include "nn/check.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 #include "nn/rng.h"
 
 namespace fs = std::filesystem;
@@ -235,7 +235,7 @@ TEST_CASE("IDX: corrupt, truncated and fake .gz files are refused", "[idx]") {
   }
 }
 
-// ---- the data cap (nn/data_limit.h) ---------------------------------------------------
+// ---- the data cap (io/data_limit.h) ---------------------------------------------------
 
 // A small .gz can decompress to a lot: before the cap was checked from the header, a 1 MB
 // file of 1 GiB of zero pixels was inflated whole (1 GiB), copied (another), then turned into

@@ -14,7 +14,7 @@
 #include "lessons/02-backprop/backprop.h"
 #include "nn/checkpoint.h"
 #include "nn/dataset.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 #include "nn/rng.h"
 #include "tests/test_util.h"
 

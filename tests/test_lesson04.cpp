@@ -19,7 +19,7 @@
 #include "lessons/04-cnn/model.h"
 #include "nn/checkpoint.h"
 #include "nn/dataset.h"
-#include "nn/idx.h"
+#include "io/idx.h"
 #include "nn/rng.h"
 #include "tests/cli_helpers.h"
 #include "tests/test_util.h"

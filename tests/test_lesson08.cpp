@@ -11,7 +11,7 @@
 #include "gpt/model.h"
 #include "lessons/08-gpt/gpt_lesson.h"
 #include "nn/rng.h"
-#include "nn/text.h"
+#include "io/text.h"
 #include "tests/test_util.h"
 
 namespace {

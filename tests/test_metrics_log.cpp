@@ -1,4 +1,4 @@
-// nn/progress.h's MetricsLog: a new log replaces the file, a resumed one appends (the
+// io/progress.h's MetricsLog: a new log replaces the file, a resumed one appends (the
 // history before the resume stays), a line cut short by a killed run is removed before
 // appending, and a write that fails (a full disk: /dev/full) is an nn::Error naming the file.
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "nn/progress.h"
+#include "io/progress.h"
 #include "tests/test_util.h"
 
 using Catch::Contains;

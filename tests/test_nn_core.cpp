@@ -13,7 +13,7 @@
 #include "nn/layers.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
-#include "nn/progress.h"
+#include "io/progress.h"
 #include "nn/rng.h"
 #include "nn/tensor.h"
 

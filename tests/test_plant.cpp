@@ -1,4 +1,4 @@
-// nn/plant: the simulated tank (reproducible, dead time, mass balance, the tuned loop's
+// lessons/common/plant: the simulated tank (reproducible, dead time, mass balance, the tuned loop's
 // behaviour) and the ARX baseline (exact on a linear system, better with the dead time in
 // its input lags, clear errors).
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 
 #include "tests/test_util.h"
 #include "nn/check.h"
-#include "nn/plant.h"
+#include "lessons/common/plant.h"
 #include "nn/rng.h"
 
 using namespace testing;  // error_of (tests/test_util.h)
@@ -20,8 +20,8 @@ using Catch::Contains;
 namespace {
 
 // A plant with no sensor noise: what the series shows is exactly what happened.
-nn::TankConfig noiseless(int steps) {
-  nn::TankConfig c;
+lessons::TankConfig noiseless(int steps) {
+  lessons::TankConfig c;
   c.steps = steps;
   c.level_noise = 0;
   c.flow_noise = 0;
@@ -46,24 +46,24 @@ double rmse(const std::vector<float>& pred, const std::vector<float>& y, int ny,
 // ---- the tank ----------------------------------------------------------------------------
 
 TEST_CASE("plant: the same seed gives the same series, another seed another", "[plant]") {
-  nn::TankConfig c;
+  lessons::TankConfig c;
   c.steps = 3000;
-  const nn::Series a = nn::simulate_tank(c);
-  const nn::Series b = nn::simulate_tank(c);
+  const lessons::Series a = lessons::simulate_tank(c);
+  const lessons::Series b = lessons::simulate_tank(c);
   REQUIRE(a.steps == 3000);
   REQUIRE(a.names == std::vector<std::string>{"setpoint", "pump", "level", "outflow", "drain"});
   REQUIRE(a.data.size() == 3000u * 5u);
   REQUIRE(a.data == b.data);
   c.seed = 2;
-  const nn::Series other = nn::simulate_tank(c);
+  const lessons::Series other = lessons::simulate_tank(c);
   REQUIRE(other.data != a.data);
   REQUIRE(other.channel("setpoint") != a.channel("setpoint"));
   REQUIRE(other.channel("level") != a.channel("level"));
 
   // The three sources of randomness are separate: removing the noise leaves the operator's
   // setpoints and the drain events as they were.
-  nn::TankConfig quiet = noiseless(3000);
-  const nn::Series q = nn::simulate_tank(quiet);
+  lessons::TankConfig quiet = noiseless(3000);
+  const lessons::Series q = lessons::simulate_tank(quiet);
   REQUIRE(q.channel("setpoint") == a.channel("setpoint"));
   REQUIRE(q.channel("drain") == a.channel("drain"));
   REQUIRE(q.channel("level") != a.channel("level"));
@@ -73,11 +73,11 @@ TEST_CASE("plant: a step of the pump command reaches the level exactly dead_time
   for (int d : {0, 1, 7, 20, 33}) {
     // Open loop: the tank starts at rest, the command steps from the resting value to 0.9
     // at t = 0 and stays there.
-    nn::TankConfig c = noiseless(d + 10);
+    lessons::TankConfig c = noiseless(d + 10);
     c.drain_rate = 0;
     c.dead_time = d;
     c.open_loop_pump = 0.9;
-    const nn::Series s = nn::simulate_tank(c);
+    const lessons::Series s = lessons::simulate_tank(c);
     const std::vector<float> level = s.channel("level");
     INFO("dead_time " << d);
     for (int t = 0; t < s.steps; ++t) REQUIRE(s.at(t, s.index_of("pump")) == 0.9f);
@@ -86,9 +86,9 @@ TEST_CASE("plant: a step of the pump command reaches the level exactly dead_time
   }
 
   // Closed loop: the first setpoint change moves the pump at once, the level d + 1 rows later.
-  nn::TankConfig c = noiseless(1000);
+  lessons::TankConfig c = noiseless(1000);
   c.drain_rate = 0;
-  const nn::Series s = nn::simulate_tank(c);
+  const lessons::Series s = lessons::simulate_tank(c);
   const std::vector<float> sp = s.channel("setpoint"), pump = s.channel("pump"), level = s.channel("level");
   size_t t0 = 1;
   while (t0 < sp.size() && sp[t0] == sp[0]) ++t0;
@@ -100,8 +100,8 @@ TEST_CASE("plant: a step of the pump command reaches the level exactly dead_time
 }
 
 TEST_CASE("plant: without noise the series obeys the mass balance and Torricelli", "[plant]") {
-  const nn::TankConfig c = noiseless(5000);
-  const nn::Series s = nn::simulate_tank(c);
+  const lessons::TankConfig c = noiseless(5000);
+  const lessons::Series s = lessons::simulate_tank(c);
   const std::vector<float> u = s.channel("pump"), level = s.channel("level"), q = s.channel("outflow"),
                            drain = s.channel("drain");
   int drain_rows = 0;
@@ -122,9 +122,9 @@ TEST_CASE("plant: without noise the series obeys the mass balance and Torricelli
 TEST_CASE("plant: the default loop is stable, overshoots a little, stays in range", "[plant]") {
   // Noise-free, drain-free: the controller alone. Every setpoint step held long enough
   // settles (no sustained oscillation), with a modest overshoot.
-  nn::TankConfig quiet = noiseless(20000);
+  lessons::TankConfig quiet = noiseless(20000);
   quiet.drain_rate = 0;
-  const nn::Series q = nn::simulate_tank(quiet);
+  const lessons::Series q = lessons::simulate_tank(quiet);
   const std::vector<float> sp = q.channel("setpoint"), y = q.channel("level");
   int checked = 0;
   double max_overshoot = 0.0;
@@ -149,9 +149,9 @@ TEST_CASE("plant: the default loop is stable, overshoots a little, stays in rang
   // saturates only now and then, the drain opens several times per run.
   int saturated_total = 0;
   for (uint64_t seed : {1, 2, 3}) {
-    nn::TankConfig c;
+    lessons::TankConfig c;
     c.seed = seed;
-    const nn::Series s = nn::simulate_tank(c);
+    const lessons::Series s = lessons::simulate_tank(c);
     const std::vector<float> level = s.channel("level"), pump = s.channel("pump"), drain = s.channel("drain");
     const auto [lo, hi] = std::minmax_element(level.begin(), level.end());
     int saturated = 0, openings = 0;
@@ -171,28 +171,28 @@ TEST_CASE("plant: the default loop is stable, overshoots a little, stays in rang
 }
 
 TEST_CASE("plant: nonsense configurations and unknown channels are errors", "[plant]") {
-  nn::TankConfig c;
+  lessons::TankConfig c;
   c.steps = 1;
-  REQUIRE_THAT(error_of([&] { nn::simulate_tank(c); }), Contains("steps must be at least 2"));
+  REQUIRE_THAT(error_of([&] { lessons::simulate_tank(c); }), Contains("steps must be at least 2"));
   c = {};
   c.dead_time = -1;
-  REQUIRE_THAT(error_of([&] { nn::simulate_tank(c); }), Contains("dead_time"));
+  REQUIRE_THAT(error_of([&] { lessons::simulate_tank(c); }), Contains("dead_time"));
   c = {};
   c.setpoint_hold_min = 500;
-  REQUIRE_THAT(error_of([&] { nn::simulate_tank(c); }), Contains("setpoint_hold_min <= setpoint_hold_max"));
+  REQUIRE_THAT(error_of([&] { lessons::simulate_tank(c); }), Contains("setpoint_hold_min <= setpoint_hold_max"));
   c = {};
   c.setpoint_hi = 2.0;
-  REQUIRE_THAT(error_of([&] { nn::simulate_tank(c); }), Contains("setpoint_hi <= max_level"));
+  REQUIRE_THAT(error_of([&] { lessons::simulate_tank(c); }), Contains("setpoint_hi <= max_level"));
   c = {};
   c.open_loop_pump = 1.5;
-  REQUIRE_THAT(error_of([&] { nn::simulate_tank(c); }), Contains("open_loop_pump"));
+  REQUIRE_THAT(error_of([&] { lessons::simulate_tank(c); }), Contains("open_loop_pump"));
   c = {};
   c.area = 0;
-  REQUIRE_THAT(error_of([&] { nn::simulate_tank(c); }), Contains("area = 0"));
+  REQUIRE_THAT(error_of([&] { lessons::simulate_tank(c); }), Contains("area = 0"));
 
   c = {};
   c.steps = 10;
-  const nn::Series s = nn::simulate_tank(c);
+  const lessons::Series s = lessons::simulate_tank(c);
   REQUIRE_THAT(error_of([&] { s.index_of("temperature"); }),
                Contains("no channel 'temperature'") && Contains("setpoint, pump, level, outflow, drain"));
   const std::vector<float> cols = s.columns({"level", "pump"});
@@ -214,7 +214,7 @@ TEST_CASE("plant: ARX recovers a linear system exactly and predicts it", "[plant
   // (nb >= 1: with no input the system settles to its fixed point and nothing can be identified.)
   for (const Case& cs : {Case{2, 3}, Case{3, 1}, Case{1, 1}}) {
     const int ny = 2, nu = 2, steps = 2000;
-    nn::ArxModel truth;
+    lessons::ArxModel truth;
     truth.ny = ny;
     truth.nu = nu;
     truth.na = cs.na;
@@ -231,19 +231,19 @@ TEST_CASE("plant: ARX recovers a linear system exactly and predicts it", "[plant
     }
     // The truth's own prediction is the next value: generate with arx_predict row by row.
     for (int t = truth.lag() - 1; t + 1 < steps; ++t) {
-      const std::vector<float> row = nn::arx_predict(truth, std::span<const float>(y).first(static_cast<size_t>((t + 1) * ny)),
+      const std::vector<float> row = lessons::arx_predict(truth, std::span<const float>(y).first(static_cast<size_t>((t + 1) * ny)),
                                                      std::span<const float>(u).first(static_cast<size_t>((t + 1) * nu)), t + 1);
       for (int k = 0; k < ny; ++k) y[static_cast<size_t>((t + 1) * ny + k)] = row[static_cast<size_t>(t * ny + k)];
     }
 
-    const nn::ArxModel m = nn::fit_arx(y, u, steps, ny, nu, cs.na, cs.nb);
+    const lessons::ArxModel m = lessons::fit_arx(y, u, steps, ny, nu, cs.na, cs.nb);
     INFO("na " << cs.na << " nb " << cs.nb);
     REQUIRE(m.theta.size() == static_cast<size_t>(ny * p));
     for (size_t i = 0; i < m.theta.size(); ++i) {
       INFO("theta[" << i << "] fitted " << m.theta[i] << " true " << truth.theta[i]);
       REQUIRE(std::fabs(m.theta[i] - truth.theta[i]) < 1e-5);
     }
-    const std::vector<float> pred = nn::arx_predict(m, y, u, steps);
+    const std::vector<float> pred = lessons::arx_predict(m, y, u, steps);
     REQUIRE(pred.size() == y.size());
     for (int t = 0; t + 1 < steps; ++t) {
       for (int k = 0; k < ny; ++k) {
@@ -260,19 +260,19 @@ TEST_CASE("plant: ARX recovers a linear system exactly and predicts it", "[plant
 TEST_CASE("plant: on the tank, ARX with the dead time in its input lags beats one without", "[plant]") {
   // Train on seed 1, validate on seed 2 (the default 20000 steps each). Outputs: level and
   // outflow; input: the pump command.
-  nn::TankConfig c;
-  const nn::Series train = nn::simulate_tank(c);
+  lessons::TankConfig c;
+  const lessons::Series train = lessons::simulate_tank(c);
   c.seed = 2;
-  const nn::Series val = nn::simulate_tank(c);
+  const lessons::Series val = lessons::simulate_tank(c);
   const std::vector<float> ytr = train.columns({"level", "outflow"}), utr = train.columns({"pump"});
   const std::vector<float> yv = val.columns({"level", "outflow"}), uv = val.columns({"pump"});
   const int from = c.dead_time + 5;  // every model has its full history from here on
 
   const double persistence = rmse(yv, yv, 2, 0, from, c.steps);  // y(t+1) ~ y(t)
-  const nn::ArxModel short_lags = nn::fit_arx(ytr, utr, c.steps, 2, 1, 2, 2);
-  const nn::ArxModel long_lags = nn::fit_arx(ytr, utr, c.steps, 2, 1, 2, c.dead_time + 1);
-  const double e_short = rmse(nn::arx_predict(short_lags, yv, uv, c.steps), yv, 2, 0, from, c.steps);
-  const double e_long = rmse(nn::arx_predict(long_lags, yv, uv, c.steps), yv, 2, 0, from, c.steps);
+  const lessons::ArxModel short_lags = lessons::fit_arx(ytr, utr, c.steps, 2, 1, 2, 2);
+  const lessons::ArxModel long_lags = lessons::fit_arx(ytr, utr, c.steps, 2, 1, 2, c.dead_time + 1);
+  const double e_short = rmse(lessons::arx_predict(short_lags, yv, uv, c.steps), yv, 2, 0, from, c.steps);
+  const double e_long = rmse(lessons::arx_predict(long_lags, yv, uv, c.steps), yv, 2, 0, from, c.steps);
   INFO("level one-step RMSE: persistence " << persistence << ", ARX nb=2 " << e_short << ", ARX nb=" << c.dead_time + 1
                                            << " " << e_long);
   REQUIRE(e_short <= persistence);
@@ -284,23 +284,23 @@ TEST_CASE("plant: ARX rejects bad sizes and data", "[plant]") {
   std::vector<float> y(40), u(20);
   for (size_t i = 0; i < y.size(); ++i) y[i] = std::sin(static_cast<float>(i));
   for (size_t i = 0; i < u.size(); ++i) u[i] = std::cos(static_cast<float>(i) * 0.7f);
-  REQUIRE_THAT(error_of([&] { nn::fit_arx(y, u, 20, 2, 1, 0, 1); }), Contains("na (output lags) must be at least 1"));
-  REQUIRE_THAT(error_of([&] { nn::fit_arx(y, u, 20, 2, 1, 1, -1); }), Contains("nb"));
-  REQUIRE_THAT(error_of([&] { nn::fit_arx(y, u, 21, 2, 1, 1, 1); }), Contains("y holds 40 values") && Contains("21 x 2"));
-  REQUIRE_THAT(error_of([&] { nn::fit_arx(y, u, 20, 2, 2, 1, 1); }), Contains("u holds 20 values"));
+  REQUIRE_THAT(error_of([&] { lessons::fit_arx(y, u, 20, 2, 1, 0, 1); }), Contains("na (output lags) must be at least 1"));
+  REQUIRE_THAT(error_of([&] { lessons::fit_arx(y, u, 20, 2, 1, 1, -1); }), Contains("nb"));
+  REQUIRE_THAT(error_of([&] { lessons::fit_arx(y, u, 21, 2, 1, 1, 1); }), Contains("y holds 40 values") && Contains("21 x 2"));
+  REQUIRE_THAT(error_of([&] { lessons::fit_arx(y, u, 20, 2, 2, 1, 1); }), Contains("u holds 20 values"));
   // 20 steps, na = 4, nb = 4: 16 equations for 4*2 + 4 + 1 = 13 unknowns is fine; nb = 8 is not.
-  REQUIRE_NOTHROW(nn::fit_arx(y, u, 20, 2, 1, 4, 4));
+  REQUIRE_NOTHROW(lessons::fit_arx(y, u, 20, 2, 1, 4, 4));
   // nb = 0 (no input, pure AR) is allowed: 2 * 2 + 1 regressors per output.
-  REQUIRE(nn::fit_arx(y, u, 20, 2, 1, 2, 0).theta.size() == 2u * 5u);
-  REQUIRE_THAT(error_of([&] { nn::fit_arx(y, u, 20, 2, 1, 4, 8); }), Contains("12 equations for 17 unknowns"));
+  REQUIRE(lessons::fit_arx(y, u, 20, 2, 1, 2, 0).theta.size() == 2u * 5u);
+  REQUIRE_THAT(error_of([&] { lessons::fit_arx(y, u, 20, 2, 1, 4, 8); }), Contains("12 equations for 17 unknowns"));
   y[7] = std::nanf("");
-  REQUIRE_THAT(error_of([&] { nn::fit_arx(y, u, 20, 2, 1, 1, 1); }), Contains("y(3, 1) is nan"));
+  REQUIRE_THAT(error_of([&] { lessons::fit_arx(y, u, 20, 2, 1, 1, 1); }), Contains("y(3, 1) is nan"));
   y[7] = 0.5f;
 
-  nn::ArxModel unfitted;
+  lessons::ArxModel unfitted;
   unfitted.ny = 2;
   unfitted.nu = 1;
   unfitted.na = 1;
   unfitted.nb = 1;
-  REQUIRE_THAT(error_of([&] { nn::arx_predict(unfitted, y, u, 20); }), Contains("was it fitted"));
+  REQUIRE_THAT(error_of([&] { lessons::arx_predict(unfitted, y, u, 20); }), Contains("was it fitted"));
 }

@@ -1,4 +1,4 @@
-// nn/text: the character vocabulary, the corpus and where it is found (Tiny Shakespeare,
+// io/text: the character vocabulary, the corpus and where it is found (Tiny Shakespeare,
 // the licence-text fallback), stream batches for truncated BPTT, and temperature sampling.
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,7 @@
 #include "tests/test_util.h"
 #include "nn/check.h"
 #include "nn/rng.h"
-#include "nn/text.h"
+#include "io/text.h"
 
 namespace fs = std::filesystem;
 using namespace testing;  // TempDir, error_of, read_text (tests/test_util.h)
@@ -207,7 +207,7 @@ TEST_CASE("text: load_corpus with a path reads that file, and only that", "[text
 }
 
 // A corpus is held as its text and as int32 ids: five times the file. A 1 GiB text used
-// several GB; now a text larger than the data cap (nn/data_limit.h) is refused from its size,
+// several GB; now a text larger than the data cap (io/data_limit.h) is refused from its size,
 // before it is read, with the cap and how to raise it.
 TEST_CASE("text: a corpus larger than the data cap is refused from its size, saying how to raise it", "[text]") {
   TempDir tmp("text");

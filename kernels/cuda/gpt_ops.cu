@@ -55,6 +55,7 @@
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops.h"
+#include "kernels/splitmix64.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
 
@@ -203,15 +204,12 @@ __global__ void gelu_backward_float4_kernel(float* dinp, const float* dout, cons
 
 // ---- dropout ------------------------------------------------------------------------------------
 
-// nn::dropout_uniform (nn/transformer.h, nn::splitmix64 in nn/rng.h), bit for bit: output
-// number i of SplitMix64 started at state `seed`, all arithmetic on uint64_t wrapping mod 2^64,
-// then the top 24 bits as an integer times 2^-24 (exact in float, always < 1). A copy rather
-// than an include: nn's is not __device__. The bench compares every mask with nn's.
+// nn::dropout_uniform (nn/transformer.h), bit for bit: output number i of SplitMix64 started
+// at state `seed` (kernels/splitmix64.h, the one definition, __device__ too), then the top 24
+// bits as an integer times 2^-24 (exact in float, always < 1). The bench compares every mask
+// with nn's.
 __host__ __device__ inline float dropout_uniform(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z = z ^ (z >> 31);
+  const uint64_t z = splitmix64(seed, i);
   return static_cast<float>(static_cast<uint32_t>(z >> 40)) * 0x1.0p-24f;
 }
 

@@ -25,7 +25,7 @@
 #include "nn/layers.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
-#include "nn/progress.h"
+#include "io/progress.h"
 
 namespace lesson02 {
 

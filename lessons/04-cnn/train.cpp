@@ -25,7 +25,7 @@
 #include "nn/numbers.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
-#include "nn/progress.h"
+#include "io/progress.h"
 
 namespace lesson04 {
 

@@ -17,8 +17,8 @@
 #include "nn/classify.h"
 #include "nn/gradcheck.h"
 #include "nn/ops.h"
-#include "nn/plant.h"
-#include "nn/progress.h"
+#include "lessons/common/plant.h"
+#include "io/progress.h"
 
 namespace seqlab {
 
@@ -397,7 +397,7 @@ const std::vector<std::string> kInputs = {"pump", "level", "outflow"};
 const std::vector<std::string> kOutputs = {"level", "outflow"};
 
 struct PlantData {
-  nn::Series series;
+  lessons::Series series;
   int rows = 0;                  // steps - 1: the last step has no next value to predict
   std::vector<float> x;          // (rows, 3) the inputs at t
   std::vector<float> y_now;      // (rows, 2) the sensors at t
@@ -406,12 +406,12 @@ struct PlantData {
 };
 
 PlantData make_plant_data(int steps, int dead_time, uint64_t seed) {
-  nn::TankConfig cfg;
+  lessons::TankConfig cfg;
   cfg.steps = steps;
   cfg.dead_time = dead_time;
   cfg.seed = seed;
   PlantData d;
-  d.series = nn::simulate_tank(cfg);
+  d.series = lessons::simulate_tank(cfg);
   d.rows = steps - 1;
   const std::vector<float> in = d.series.columns(kInputs);
   const std::vector<float> out = d.series.columns(kOutputs);
@@ -569,8 +569,8 @@ PlantResult run_plant_task(const PlantOptions& o, std::ostream& os) {
   const std::vector<float> train_out = train.series.columns(kOutputs), val_out = val.series.columns(kOutputs);
   const std::vector<float> train_u = train.series.columns({"pump"}), val_u = val.series.columns({"pump"});
   auto arx_pred = [&](int nb) {
-    const nn::ArxModel m = nn::fit_arx(train_out, train_u, train.series.steps, O, 1, o.arx_na, nb);
-    std::vector<float> p = nn::arx_predict(m, val_out, val_u, val.series.steps);
+    const lessons::ArxModel m = lessons::fit_arx(train_out, train_u, train.series.steps, O, 1, o.arx_na, nb);
+    std::vector<float> p = lessons::arx_predict(m, val_out, val_u, val.series.steps);
     p.resize(static_cast<size_t>(val.rows) * O);  // drop the forecast past the end
     return p;
   };

@@ -8,7 +8,7 @@
 //   chars   a character-level language model: one-hot char -> recurrent layer -> linear
 //           head -> softmax over the vocabulary; trained to predict the next character,
 //           then sampled from a prompt at a temperature.
-//   plant   one-step-ahead prediction of a simulated tank's sensors (nn/plant.h) from their
+//   plant   one-step-ahead prediction of a simulated tank's sensors (lessons/common/plant.h) from their
 //           past and the pump command, against persistence and ARX baselines.
 //   gradients  how the gradient reaching h_t shrinks (or grows) with its distance in time
 //           from the loss, for several recurrent weight scales.
@@ -24,7 +24,7 @@
 #include "nn/optim.h"
 #include "nn/recurrent.h"
 #include "nn/rng.h"
-#include "nn/text.h"
+#include "io/text.h"
 
 namespace seqlab {
 
@@ -129,7 +129,7 @@ struct PlantOptions : TrainOptions {
     eval_every = 100;
     out_dir = "out/lesson05";
   }
-  int dead_time = 20;       // steps from pump command to inflow (nn::TankConfig)
+  int dead_time = 20;       // steps from pump command to inflow (lessons::TankConfig)
   int train_steps = 20000;  // length of the simulated training run (seed 1)
   int val_steps = 5000;     // and of the validation run (seed 2)
   int arx_na = 2;           // ARX: past outputs used

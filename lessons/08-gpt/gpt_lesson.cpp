@@ -15,7 +15,7 @@
 #include "gpt/cli.h"
 #include "kernels/ceilings.h"
 #include "nn/check.h"
-#include "nn/text.h"
+#include "io/text.h"
 
 namespace lesson08 {
 

@@ -13,7 +13,7 @@
 #include "kernels/harness.h"
 #include "nn/check.h"
 #include "nn/cli_checks.h"
-#include "nn/text.h"
+#include "io/text.h"
 
 namespace lesson10 {
 

@@ -1,4 +1,4 @@
-// nn/text.h: character-level text data: a corpus, its vocabulary, batches of streams for
+// io/text.h: character-level text data: a corpus, its vocabulary, batches of streams for
 // truncated BPTT, and sampling one character from logits at a temperature.
 #pragma once
 

@@ -1,9 +1,9 @@
-// nn/text.cpp: character-level text data (see nn/text.h).
+// io/text.cpp: character-level text data (see io/text.h).
 //
 // Data flows: load_corpus -> find_corpus (Tiny Shakespeare, or the Debian licence texts)
 // -> corpus_from_text (vocabulary, train/val split as ids) -> StreamBatcher (B streams,
 // chunks of `steps`, time-major) -> a recurrent model -> logits -> sample_from_logits.
-#include "nn/text.h"
+#include "io/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "nn/check.h"
-#include "nn/data_limit.h"
-#include "nn/file_io.h"
+#include "io/data_limit.h"
+#include "io/file_io.h"
 
 namespace nn {
 
@@ -108,7 +108,7 @@ TextCorpus corpus_from_text(std::string text, std::string description, double va
 namespace {
 
 // A corpus is held as its text (1 byte a character) and as int32 ids (4 bytes a character):
-// five times the file. So a text larger than the data cap (nn/data_limit.h, 256 MiB unless
+// five times the file. So a text larger than the data cap (io/data_limit.h, 256 MiB unless
 // NNLAB_MAX_DATA_MB says otherwise) is refused from its size, before a byte is read;
 // `already` counts what was read before it (the fallback joins several files).
 std::string read_text_file(const std::string& path, const std::string& not_found_hint, uint64_t already = 0) {

@@ -1,4 +1,4 @@
-#include "nn/progress.h"
+#include "io/progress.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// nn/progress.h: a progress bar for the terminal and a JSON-lines metrics log.
+// io/progress.h: a progress bar for the terminal and a JSON-lines metrics log.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// nn/plant.h: a simulated process plant to learn from, and the linear baseline a control
+// lessons/common/plant.h: a simulated process plant to learn from, and the linear baseline a control
 // engineer would try first.
 //
 // The plant: a water tank whose level a PI controller holds at a setpoint by driving a
@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-namespace nn {
+namespace lessons {
 
 // The defaults were tuned with the noise-free, drain-free plant and then checked with both
-// (seeds 1-3, 20000 steps; measured values in docs/ARCHITECTURE.md, "nn/plant"):
+// (seeds 1-3, 20000 steps; measured values in docs/ARCHITECTURE.md, "lessons/common/plant"):
 //   - kp, ki: the loop has a 20-step dead time and a tank time constant of ~50 s at mid
 //     level (area / (d q_out / d level)), so the gain stays well below the ultimate gain.
 //     kp = 1, ki = 0.012 overshoots setpoint steps by 7% (median; 20% at most) and settles
@@ -110,4 +110,4 @@ ArxModel fit_arx(std::span<const float> y, std::span<const float> u, int steps, 
 std::vector<float> arx_predict(const ArxModel& model, std::span<const float> y,
                                std::span<const float> u, int steps);
 
-}  // namespace nn
+}  // namespace lessons

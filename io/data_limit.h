@@ -1,4 +1,4 @@
-// nn/data_limit.h: how much data one file may bring into memory (IDX datasets, text corpora).
+// io/data_limit.h: how much data one file may bring into memory (IDX datasets, text corpora).
 //
 // A header is a promise the file makes about its own size: a 1 MB .gz can claim 1 GiB of
 // pixels, and each loader turns bytes into something larger (pixels into float32: 4x;

@@ -1,4 +1,4 @@
-// nn/idx.h: the IDX file format of MNIST and Fashion-MNIST, read with every check.
+// io/idx.h: the IDX file format of MNIST and Fashion-MNIST, read with every check.
 //
 // Layout (all integers big-endian):
 //   bytes 0-1  zero
@@ -6,7 +6,7 @@
 //   byte  3    number of dimensions, D (1 for labels, 3 for images)
 //   then D x uint32 sizes, then prod(sizes) elements.
 // The reader checks the magic, the type, that D is sane, that the sizes the header promises
-// stay within the cap of nn/data_limit.h (256 MiB, NNLAB_MAX_DATA_MB) BEFORE it allocates
+// stay within the cap of io/data_limit.h (256 MiB, NNLAB_MAX_DATA_MB) BEFORE it allocates
 // anything sized from them, and that the file holds exactly the bytes the header promises
 // (a truncated download ends in an error naming the file, never in a crash or half-zero
 // images). Files ending in ".gz" are decompressed on the fly when the build has zlib; the

@@ -1,4 +1,4 @@
-// nn/file_io.h: reading a whole file with every check, in one place for all of nn/
+// io/file_io.h: reading a whole file with every check, in one place for all of nn/
 // (IDX datasets, checkpoints). Errors name the file and say what to do.
 #pragma once
 

@@ -1,8 +1,8 @@
-// nn/idx.cpp: reading and writing IDX files (see nn/idx.h for the layout).
+// io/idx.cpp: reading and writing IDX files (see io/idx.h for the layout).
 //
 // Reading, in the order the bytes flow:
 //   1. parse_idx_header  magic, type, dims, and the size they promise, against the cap of
-//                        nn/data_limit.h: nothing is allocated from a header before this
+//                        io/data_limit.h: nothing is allocated from a header before this
 //   2. read_plain        a plain file: its header first, the promise checked against the
 //                        file's real size, then the whole file (one buffer)
 //   3. gunzip            a .gz file: inflated chunk by chunk; the header is checked as soon
@@ -12,8 +12,8 @@
 //   4. parse_idx         header + exactly prod(dims) bytes, moved into the array (no copy)
 // Every check ends in an nn::Error naming the file: the input can be a truncated download,
 // a wrong file or plain garbage, and none of those may crash or give half-zero images.
-#include "nn/idx.h"
-#include "nn/file_io.h"
+#include "io/idx.h"
+#include "io/file_io.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "nn/check.h"
-#include "nn/data_limit.h"
+#include "io/data_limit.h"
 
 #ifdef NNLAB_HAVE_ZLIB
 #include <zlib.h>

@@ -1,9 +1,9 @@
-// nn/plant.cpp: the simulated tank under PI control, and the ARX baseline (see nn/plant.h).
+// lessons/common/plant.cpp: the simulated tank under PI control, and the ARX baseline (see lessons/common/plant.h).
 //
 // Data flows: TankConfig -> simulate_tank (one step: schedule, disturbance, sensors,
 // controller, pipe, tank) -> Series -> fit_arx (normal equations, Cholesky) -> ArxModel
 // -> arx_predict (one step ahead).
-#include "nn/plant.h"
+#include "lessons/common/plant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "nn/check.h"
 #include "nn/rng.h"
 
-namespace nn {
+namespace lessons {
 
 // ---- Series ------------------------------------------------------------------------------
 
@@ -28,7 +28,7 @@ int Series::index_of(const std::string& name) const {
     msg << (i ? ", " : "") << names[i];
   }
   msg << ")";
-  fail(__FILE__, __LINE__, msg.str());
+  nn::fail(__FILE__, __LINE__, msg.str());
 }
 
 std::vector<float> Series::channel(const std::string& name) const {
@@ -94,9 +94,9 @@ Series simulate_tank(const TankConfig& cfg) {
 
   // Three generators, so that changing one source of randomness (say, the noise) leaves
   // the others' draws as they were: same setpoints and drain events with or without noise.
-  Rng schedule_rng(cfg.seed);
-  Rng drain_rng(cfg.seed + 0x9E3779B97F4A7C15ULL);
-  Rng noise_rng(cfg.seed + 2 * 0x9E3779B97F4A7C15ULL);
+  nn::Rng schedule_rng(cfg.seed);
+  nn::Rng drain_rng(cfg.seed + 0x9E3779B97F4A7C15ULL);
+  nn::Rng noise_rng(cfg.seed + 2 * 0x9E3779B97F4A7C15ULL);
 
   const auto draw_setpoint = [&] {
     return cfg.setpoint_lo + (cfg.setpoint_hi - cfg.setpoint_lo) * static_cast<double>(schedule_rng.uniform());
@@ -346,4 +346,4 @@ std::vector<float> arx_predict(const ArxModel& model, std::span<const float> y, 
   return pred;
 }
 
-}  // namespace nn
+}  // namespace lessons
