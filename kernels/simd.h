@@ -22,6 +22,7 @@
 //   V::add(a, b), V::sub(a, b), V::mul(a, b), V::div(a, b), V::min(a, b), V::max(a, b)
 //   V::fma(a, b, c) = a * b + c, rounded once on the FMA targets (twice for Portable)
 //   V::abs(a), V::round(a)                              round: to nearest, ties to even
+//   V::sqrt(a)                                          correctly rounded, as std::sqrt
 //   V::exp2i(k)      2^k for integral k in [-126, 127], written straight into the exponent
 //                    bits (k = -127 gives 0); the scaling step of exp (kernels/elementwise.h)
 //   V::sum(a), V::hmax(a)                               horizontal reductions to a float
@@ -110,6 +111,10 @@ struct Portable {
     for (int i = 0; i < W; ++i) a.v[i] = std::nearbyint(a.v[i]);  // default mode: ties to even
     return a;
   }
+  static reg sqrt(reg a) {
+    for (int i = 0; i < W; ++i) a.v[i] = std::sqrt(a.v[i]);
+    return a;
+  }
   static reg exp2i(reg k) {
     // The float 2^k has sign 0, exponent field k + 127, mantissa 0.
     for (int i = 0; i < W; ++i) {
@@ -150,6 +155,7 @@ struct Avx512 {
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static reg abs(reg a) { return _mm512_abs_ps(a); }
   static reg round(reg a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg sqrt(reg a) { return _mm512_sqrt_ps(a); }
   static reg exp2i(reg k) {
     const __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23));
@@ -179,6 +185,7 @@ struct Avx2 {
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg abs(reg a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }  // clear the sign bit
   static reg round(reg a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg sqrt(reg a) { return _mm256_sqrt_ps(a); }
   static reg exp2i(reg k) {
     const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
@@ -219,6 +226,7 @@ struct Neon {
   static reg fma(reg a, reg b, reg c) { return vfmaq_f32(c, a, b); }
   static reg abs(reg a) { return vabsq_f32(a); }
   static reg round(reg a) { return vrndnq_f32(a); }
+  static reg sqrt(reg a) { return vsqrtq_f32(a); }
   static reg exp2i(reg k) {
     const int32x4_t biased = vaddq_s32(vcvtnq_s32_f32(k), vdupq_n_s32(127));
     return vreinterpretq_f32_s32(vshlq_n_s32(biased, 23));
