@@ -26,12 +26,20 @@
 //   V::exp2i(k)      2^k for integral k in [-126, 127], written straight into the exponent
 //                    bits (k = -127 gives 0); the scaling step of exp (kernels/elementwise.h)
 //   V::sum(a), V::hmax(a)                               horizontal reductions to a float
+// and the loads of packed weights (kernels/decode.cpp dequantises with them), W lanes each:
+//   V::load_bf16(p)  W bf16 -> float: a bf16 is the top half of an fp32 (exact)
+//   V::load_i8(p)    W int8 -> float (exact)
+//   V::load_i4(p, s) W 4-bit codes from W/2 bytes (lane 2j: byte j's low nibble, lane 2j+1:
+//                    its high nibble) -> (code - 8) * s
+// plus, where a target has them, Avx2::permute(v, idx) (lane l = v[idx[l]]), Avx2::load4(p)
+// (4 floats, then 4 zeros) and Avx512::from_halves(lo, hi) (two Avx2 registers as one).
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 // GCC 12 warns "__Y is (may be) used uninitialized" inside its own AVX-512 intrinsics
@@ -133,6 +141,24 @@ struct Portable {
     for (int i = 1; i < W; ++i) m = std::max(m, a.v[i]);
     return m;
   }
+  static reg load_bf16(const uint16_t* p) {
+    reg r;
+    for (int i = 0; i < W; ++i) r.v[i] = std::bit_cast<float>(static_cast<uint32_t>(p[i]) << 16);
+    return r;
+  }
+  static reg load_i8(const int8_t* p) {
+    reg r;
+    for (int i = 0; i < W; ++i) r.v[i] = static_cast<float>(p[i]);
+    return r;
+  }
+  static reg load_i4(const uint8_t* p, float scale) {
+    reg r;
+    for (int i = 0; i < W; ++i) {
+      const int q = ((i & 1) ? (p[i / 2] >> 4) : (p[i / 2] & 0xF)) - 8;
+      r.v[i] = scale * static_cast<float>(q);
+    }
+    return r;
+  }
 };
 
 // ---- AVX-512: 16 lanes, 32 zmm registers ------------------------------------------
@@ -162,6 +188,10 @@ struct Avx512 {
   }
   static float sum(reg a) { return _mm512_reduce_add_ps(a); }
   static float hmax(reg a) { return _mm512_reduce_max_ps(a); }
+  // lanes 0..7 from lo, 8..15 from hi (the packed-weight loads are built from two AVX2 halves)
+  static reg from_halves(__m256 lo, __m256 hi) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+  }
 };
 #endif
 
@@ -203,6 +233,34 @@ struct Avx2 {
     m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 0x55));
     return _mm_cvtss_f32(m);
   }
+  // bf16: widening u16 -> u32 and shifting left by 16 IS the conversion (no rounding).
+  static reg load_bf16(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));  // 8 x u16
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  // int8: sign-extend 8 x i8 to i32, convert to float.
+  static reg load_i8(const int8_t* p) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));  // 8 x i8
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+  }
+  // int4: doubling every byte (b0 b0 b1 b1 ...) and widening to 8 x u32 puts byte j in lanes
+  // 2j and 2j+1; shifting the odd lanes right by 4 and masking leaves each lane its nibble.
+  static reg load_i4(const uint8_t* p, float scale) {
+    uint32_t four = 0;
+    std::memcpy(&four, p, 4);
+    const __m128i b = _mm_cvtsi32_si128(static_cast<int>(four));
+    const __m256i lanes = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(lanes, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
+                                         _mm256_set1_epi32(0xF));
+    const __m256 q = _mm256_cvtepi32_ps(_mm256_sub_epi32(nib, _mm256_set1_epi32(8)));
+    return _mm256_mul_ps(q, _mm256_set1_ps(scale));
+  }
+  // 4 floats in lanes 0..3, zeros in 4..7.
+  static reg load4(const float* p) { return _mm256_zextps128_ps256(_mm_loadu_ps(p)); }
+  // lane l = v[idx[l]], idx 32-byte aligned (a table row).
+  static reg permute(reg v, const int32_t* idx) {
+    return _mm256_permutevar8x32_ps(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(idx)));
+  }
 };
 #endif
 
@@ -233,6 +291,11 @@ struct Neon {
   }
   static float sum(reg a) { return vaddvq_f32(a); }
   static float hmax(reg a) { return vmaxvq_f32(a); }
+  // The packed-weight loads: Portable's lane arithmetic, then one vector load.
+  static reg load_bf16(const uint16_t* p) { return from_portable(Portable<4>::load_bf16(p)); }
+  static reg load_i8(const int8_t* p) { return from_portable(Portable<4>::load_i8(p)); }
+  static reg load_i4(const uint8_t* p, float scale) { return from_portable(Portable<4>::load_i4(p, scale)); }
+  static reg from_portable(const Portable<4>::reg& r) { return vld1q_f32(r.v); }
 };
 #endif
 
