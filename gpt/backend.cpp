@@ -1,6 +1,6 @@
-// gpt/backend.cpp: the naive backend (every op is its nn/ plain-loop reference, called as
-// it is) and the default fused ops. make_backend, which knows every backend, is
-// gpt/backend_factory.cpp.
+// gpt/backend.cpp: the naive backend (every op is the v1 rung of its kernels/ ladder: the
+// plain loops nn/ forwards to, argument checks first) and the default fused ops.
+// make_backend, which knows every backend, is gpt/backend_factory.cpp.
 #include "gpt/backend.h"
 
 #include <cmath>
@@ -9,8 +9,17 @@
 
 #include <unistd.h>
 
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
 #include "kernels/ceilings.h"
+#include "kernels/crossentropy.h"
 #include "kernels/decode.h"
+#include "kernels/dropout.h"
+#include "kernels/encoder.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/linear.h"
+#include "kernels/residual.h"
 
 #include "nn/attention.h"
 #include "nn/check.h"
@@ -52,43 +61,46 @@ class NaiveBackend final : public Backend {
 
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T,
                        int C, int V) override {
-    nn::encoder_forward(out, inp, wte, wpe, B, T, C, V);
+    nn::check_token_ids(inp, B, T, V);
+    kernels::encoder_forward_v1(out, inp, wte, wpe, B, T, C);
   }
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T,
                         int C, int /*V*/) override {
-    nn::encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+    kernels::encoder_backward_v1(dwte, dwpe, dout, inp, B, T, C);
   }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                          const float* bias, int N, int C) override {
-    nn::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+    kernels::layernorm_forward_v1(out, mean, rstd, inp, weight, bias, N, C);
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                           const float* weight, const float* mean, const float* rstd, int N,
                           int C) override {
-    nn::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    kernels::layernorm_backward_v1(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                       int OC) override {
-    nn::linear_forward_loops(out, inp, weight, bias, N, C, OC);
+    kernels::linear_forward_v1(out, inp, weight, bias, N, C, OC);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override {
-    nn::linear_backward_loops(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    kernels::linear_backward_v1(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
                          int NH) override {
-    nn::attention_forward(out, preatt, att, qkv, B, T, C, NH);
+    nn::check_attention_sizes(B, T, C, NH);
+    kernels::attention_forward_v1(out, preatt, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                           const float* att, int B, int T, int C, int NH) override {
-    nn::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    nn::check_attention_sizes(B, T, C, NH);
+    kernels::attention_backward_v1(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
   }
-  void gelu_forward(float* out, const float* inp, int64_t n) override { nn::gelu_forward(out, inp, n); }
+  void gelu_forward(float* out, const float* inp, int64_t n) override { kernels::gelu_forward_v1(out, inp, n); }
   void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) override {
-    nn::gelu_backward(dinp, dout, inp, n);
+    kernels::gelu_backward_v1(dinp, dout, inp, n);
   }
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
-    nn::residual_forward(out, a, b, n);
+    kernels::residual_forward_v1(out, a, b, n);
   }
   // inference: the plain-loop references of kernels/decode.h
   void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
@@ -101,42 +113,26 @@ class NaiveBackend final : public Backend {
   }
   void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p,
                        uint64_t seed) override {
-    nn::dropout_forward(out, mask, inp, n, p, seed);
+    nn::check_dropout_p(p);
+    kernels::dropout_forward_v1(out, mask, inp, n, p, seed);
   }
   void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t n) override {
-    nn::dropout_backward(dinp, dout, mask, n);
+    kernels::dropout_backward_v1(dinp, dout, mask, n);
   }
   float crossentropy_forward(float* probs, float* losses, const float* logits, const int32_t* targets,
                              int N, int V) override {
-    return nn::softmax_cross_entropy_forward(probs, losses, logits, targets, N, V);
+    nn::check_targets(targets, N, V);
+    return kernels::crossentropy_forward_v1(probs, losses, logits, targets, N, V);
   }
   void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
                              float dloss) override {
-    nn::softmax_cross_entropy_backward(dlogits, probs, targets, N, V, dloss);
+    kernels::crossentropy_backward_v1(dlogits, probs, targets, N, V, dloss);
   }
-  double sum_squares(const float* g, int64_t n) override {
-    double s = 0.0;
-    for (int64_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
-    return s;
-  }
-  void scale(float* x, float s, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i) x[i] *= s;
-  }
+  double sum_squares(const float* g, int64_t n) override { return kernels::sum_squares_v1(g, n); }
+  void scale(float* x, float s, int64_t n) override { kernels::scale_v1(x, s, n); }
   void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
                     float beta2, float eps, float weight_decay, int64_t t) override {
-    // PyTorch's torch.optim.AdamW (single-tensor path), operation for operation.
-    const double td = static_cast<double>(t);
-    const float bias_correction1 = 1.0f - static_cast<float>(std::pow(beta1, td));
-    const float bias_correction2 = 1.0f - static_cast<float>(std::pow(beta2, td));
-    const float step_size = lr / bias_correction1;
-    const float bc2_sqrt = std::sqrt(bias_correction2);
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] *= 1.0f - lr * weight_decay;
-      m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
-      v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
-      const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-      p[i] -= step_size * m[i] / denom;
-    }
+    kernels::adamw_update_v1(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
   }
 };
 

@@ -253,34 +253,9 @@ float scalar_weight(const Row& row, int c) {
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// ---- AVX2: 8 weights at column c (a multiple of 8) into one ymm register ----
-// bf16: a bf16 is the top half of an fp32, so widening u16 -> u32 and shifting left by 16
-// IS the conversion (no rounding, no arithmetic).
-inline __m256 avx2_bf16(const uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));  // 8 x u16
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-// int8: sign-extend 8 x i8 to i32, convert to float (q; the scale comes at the row's end).
-inline __m256 avx2_int8(const int8_t* p) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));  // 8 x i8
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-}
-// int4: 4 bytes hold columns c..c+7 (2j low nibble, 2j+1 high). Doubling every byte
-// (b0 b0 b1 b1 ...) and widening to 8 x u32 puts byte j in lanes 2j and 2j+1; shifting the
-// odd lanes right by 4 and masking leaves each lane its nibble; minus 8 gives q in [-7, 7].
-inline __m256 avx2_int4(const uint8_t* p, float scale) {
-  uint32_t four = 0;
-  std::memcpy(&four, p, 4);
-  const __m128i b = _mm_cvtsi32_si128(static_cast<int>(four));
-  const __m256i lanes = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
-  const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(lanes, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
-                                       _mm256_set1_epi32(0xF));
-  const __m256 q = _mm256_cvtepi32_ps(_mm256_sub_epi32(nib, _mm256_set1_epi32(8)));
-  return _mm256_mul_ps(q, _mm256_set1_ps(scale));
-}
-// sparse24: columns c..c+7 are two groups: 4 kept values and one index byte. A table built
-// once maps each of the 256 index bytes to the permutation that moves value k to its column
-// (lane 4 of the zero-extended values is 0.0: the columns that were pruned).
+// sparse24 on AVX2: columns c..c+7 are two groups: 4 kept values and one index byte. A table
+// built once maps each of the 256 index bytes to the permutation that moves value k to its
+// column (lane 4 of the zero-extended values is 0.0: the columns that were pruned).
 struct Sparse24Table {
   alignas(32) int32_t perm[256][8];
   Sparse24Table() {
@@ -299,41 +274,38 @@ inline const Sparse24Table& sparse24_table() {
   static const Sparse24Table table;
   return table;
 }
-inline __m256 avx2_sparse24(const float* vals, uint8_t index_byte) {
-  const __m256 v = _mm256_zextps128_ps256(_mm_loadu_ps(vals));  // 4 values, then 4 zeros
-  const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(sparse24_table().perm[index_byte]));
-  return _mm256_permutevar8x32_ps(v, perm);
-}
 #endif
 
 // W consecutive weights of a row, from column c (a multiple of V::lanes), as one register.
-// AVX2 dequantises in the register; AVX-512 does it as two AVX2 halves; every other target
-// (NEON, Portable) dequantises through a small buffer with scalar_weight: the same numbers.
+// The packed formats go through kernels/simd.h's loads (AVX2 in the register, AVX-512 as two
+// AVX2 halves, NEON and Portable lane by lane: the same numbers as scalar_weight); sparse24
+// is a table-driven permute on AVX2 and scalar_weight through a small buffer elsewhere.
 template <class Vec, WeightFormat F>
 typename Vec::reg load_weights(const Row& row, int c) {
   constexpr int W = Vec::lanes;
   const auto uc = static_cast<size_t>(c);
   if constexpr (F == WeightFormat::f32) {
     return Vec::load(static_cast<const float*>(row.data) + uc);
-  } else {
-#if defined(__AVX2__) && defined(__FMA__)
-    if constexpr (W == 8 && !Vec::portable) {
-      if constexpr (F == WeightFormat::bf16) return avx2_bf16(static_cast<const uint16_t*>(row.data) + uc);
-      if constexpr (F == WeightFormat::int8) return avx2_int8(static_cast<const int8_t*>(row.data) + uc);
-      if constexpr (F == WeightFormat::int4)
-        return avx2_int4(static_cast<const uint8_t*>(row.data) + uc / 2, row.scales[uc / kInt4Group]);
-      if constexpr (F == WeightFormat::sparse24)
-        return avx2_sparse24(static_cast<const float*>(row.data) + uc / 2, row.index[uc / 8]);
-    }
-#endif
+  }
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
-    if constexpr (W == 16 && !Vec::portable) {
-      const __m256 lo = load_weights<simd::Avx2, F>(row, c);
-      const __m256 hi = load_weights<simd::Avx2, F>(row, c + 8);
-      return _mm512_castpd_ps(
-          _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
-    }
+  else if constexpr (W == 16 && !Vec::portable) {  // AVX-512: two AVX2 halves
+    return simd::Avx512::from_halves(load_weights<simd::Avx2, F>(row, c), load_weights<simd::Avx2, F>(row, c + 8));
+  }
 #endif
+  else if constexpr (F == WeightFormat::bf16) {
+    return Vec::load_bf16(static_cast<const uint16_t*>(row.data) + uc);
+  } else if constexpr (F == WeightFormat::int8) {
+    return Vec::load_i8(static_cast<const int8_t*>(row.data) + uc);
+  } else if constexpr (F == WeightFormat::int4) {
+    return Vec::load_i4(static_cast<const uint8_t*>(row.data) + uc / 2, row.scales[uc / kInt4Group]);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  else if constexpr (W == 8 && !Vec::portable) {  // sparse24 on AVX2: a permute of the 4 kept values
+    using A = simd::Avx2;
+    return A::permute(A::load4(static_cast<const float*>(row.data) + uc / 2), sparse24_table().perm[row.index[uc / 8]]);
+  }
+#endif
+  else {
     float buf[W];
     for (int j = 0; j < W; ++j) buf[j] = scalar_weight<F>(row, c + j);
     return Vec::load(buf);

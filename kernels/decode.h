@@ -28,9 +28,10 @@
 //   attention_decode v1  naive: plain loops, scores in double; the reference.
 //   attention_decode v2  simd-threads: float SIMD dot products over a head's channels,
 //              two passes over a scores buffer, the (b, i, h) items across OpenMP threads.
-// The SIMD code dequantises in registers on AVX2 (and as two AVX2 halves on AVX-512); other
-// targets (NEON, and the Portable<8> fallback the tests also run) go through a small buffer
-// of scalar dequantised weights: the same numbers. `nnlab bench matvec` measures them
+// The SIMD code dequantises with kernels/simd.h's packed-weight loads (V::load_bf16, load_i8,
+// load_i4): in registers on AVX2 (and as two AVX2 halves on AVX-512); on NEON and the
+// Portable<8> fallback the tests also run, lane by lane in plain C++: the same numbers.
+// sparse24 is permuted in a register on AVX2 and dequantised weight by weight elsewhere. `nnlab bench matvec` measures them
 // (kernels/bench/decode.cpp: sizes like int8:4096x4096 or fp32:8x4096x4096).
 // `matvec` and `attention_decode` below are the last versions in their tables.
 #pragma once

@@ -1,4 +1,5 @@
-// kernels/layernorm.cpp: layernorm forward, three passes -> one-pass statistics -> SIMD.
+// kernels/layernorm.cpp: layernorm forward, three passes -> one-pass statistics -> SIMD ->
+// rows across threads; its backward; residual + layernorm fused.
 // What each version changes, the bytes it moves and the numerics are in
 // kernels/layernorm.h; here, the code.
 //
@@ -9,8 +10,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
+#include "kernels/parallel.h"
+#include "kernels/residual.h"
 #include "kernels/simd.h"
 #include "kernels/versions.h"
 
@@ -18,9 +22,9 @@ namespace kernels {
 
 namespace {
 
-constexpr double kEps = 1e-5;
+constexpr double kEps = kLayernormEps;
 
-// The last pass, shared by v1 and v2: y = (x - m) * s * w + b, in float (the compiler
+// The last pass of v2: y = (x - m) * s * w + b, in float (the compiler
 // vectorises it: no reduction, unit stride). x - m is where a large mean costs accuracy:
 // m is rounded to float, so every output can be off by up to (ulp(m) / 2) * s * |w|.
 void normalise_row(float* y, const float* x, const float* weight, const float* bias, int C, float m,
@@ -57,29 +61,47 @@ LayernormReference layernorm_reference(const float* inp, const float* weight, co
   return ref;
 }
 
-// ---- v1: three passes ---------------------------------------------------------------------
-void layernorm_forward_v1(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                          const float* bias, int rows, int C) {
-  // inp (rows,C), weight (C), bias (C), out (rows,C), mean (rows), rstd (rows)
-  for (int r = 0; r < rows; ++r) {
-    const float* x = inp + static_cast<ptrdiff_t>(r) * C;
-    // Pass 1: the mean.
-    double sum = 0.0;
-    for (int i = 0; i < C; ++i) sum += x[i];
-    const double m = sum / C;
-    // Pass 2: the variance, from deviations (the stable two-pass formula).
-    double sq = 0.0;
-    for (int i = 0; i < C; ++i) {
-      const double d = x[i] - m;
-      sq += d * d;
+// ---- v1: three passes, plain loops ---------------------------------------------------------
+// The reference a student steps through (nn::layernorm_forward forwards here) and the one
+// the naive GPT backend runs: every sum in one fixed order (index 0 upward, in F), so the
+// same inputs give the same bits on every run, and a faster version is compared with these
+// numbers, not the other way round.
+template <typename F>
+void layernorm_forward_v1(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int rows,
+                          int C) {
+  // inp (rows,C), weight (C), bias (C) or nullptr -> out (rows,C), mean (rows), rstd (rows)
+  const F eps = static_cast<F>(kLayernormEps);
+  for (int n = 0; n < rows; ++n) {
+    const F* x = inp + static_cast<ptrdiff_t>(n) * C;
+    // Pass 1: mean = sum(x) / C
+    F m = 0;
+    for (int c = 0; c < C; ++c) {
+      m += x[c];
     }
-    const double s = 1.0 / std::sqrt(sq / C + kEps);
-    // Pass 3: normalise, scale, shift.
-    mean[r] = static_cast<float>(m);
-    rstd[r] = static_cast<float>(s);
-    normalise_row(out + static_cast<ptrdiff_t>(r) * C, x, weight, bias, C, mean[r], rstd[r]);
+    m /= static_cast<F>(C);
+    // Pass 2: var = sum((x - mean)^2) / C: two passes (not E[x^2] - mean^2, which cancels
+    // catastrophically when the mean is large compared with the spread)
+    F v = 0;
+    for (int c = 0; c < C; ++c) {
+      const F xshift = x[c] - m;
+      v += xshift * xshift;
+    }
+    v /= static_cast<F>(C);
+    const F s = F(1) / std::sqrt(v + eps);  // eps keeps a constant row finite
+    // Pass 3: out = (x - mean) * rstd * weight + bias
+    F* o = out + static_cast<ptrdiff_t>(n) * C;
+    for (int c = 0; c < C; ++c) {
+      const F xhat = (x[c] - m) * s;  // normalised: mean 0, variance ~1 over the row
+      o[c] = xhat * weight[c] + (bias != nullptr ? bias[c] : F(0));
+    }
+    mean[n] = m;
+    rstd[n] = s;
   }
 }
+template void layernorm_forward_v1<float>(float*, float*, float*, const float*, const float*, const float*, int,
+                                          int);
+template void layernorm_forward_v1<double>(double*, double*, double*, const double*, const double*,
+                                           const double*, int, int);
 
 // ---- v2: one pass for the statistics -----------------------------------------------------
 // var = E[x^2] - E[x]^2: sum and sum of squares in the same pass. In double (see the
@@ -219,6 +241,218 @@ void layernorm_forward_v3(float* out, float* mean, float* rstd, const float* inp
   }
 }
 
+// ---- v4: the cpu backend's, SIMD rows across threads -----------------------------------------
+// v1's three passes on one row, each a SIMD loop over the row while it sits in L1, and the
+// rows split across OpenMP threads (each row's arithmetic is the same whoever runs it).
+namespace {
+
+// sum x[0..n): 4 accumulators (FMA/add latency 4 x 2 ports wants >= 4 chains in flight),
+// then the tail one element at a time. Fixed order for a given n.
+inline float row_sum(const float* x, int n) {
+  V::reg acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
+  int i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    for (int u = 0; u < 4; ++u) acc[u] = V::add(acc[u], V::load(x + i + u * W));
+  }
+  for (; i + W <= n; i += W) acc[0] = V::add(acc[0], V::load(x + i));
+  float s = V::sum(V::add(V::add(acc[0], acc[1]), V::add(acc[2], acc[3])));
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+// sum (x[i] - m)^2 over [0, n)
+inline float row_sq_dev(const float* x, float m, int n) {
+  const V::reg vm = V::set1(m);
+  V::reg acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
+  int i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    for (int u = 0; u < 4; ++u) {
+      const V::reg d = V::sub(V::load(x + i + u * W), vm);
+      acc[u] = V::fma(d, d, acc[u]);
+    }
+  }
+  for (; i + W <= n; i += W) {
+    const V::reg d = V::sub(V::load(x + i), vm);
+    acc[0] = V::fma(d, d, acc[0]);
+  }
+  float s = V::sum(V::add(V::add(acc[0], acc[1]), V::add(acc[2], acc[3])));
+  for (; i < n; ++i) s += (x[i] - m) * (x[i] - m);
+  return s;
+}
+
+// One row: y = (x - mean) * rstd * w + b, mean and rstd from the two-pass formula.
+void layernorm_row(float* y, float* mean_out, float* rstd_out, const float* x, const float* weight,
+                   const float* bias, int C) {
+  const float m = row_sum(x, C) / static_cast<float>(C);
+  const float var = row_sq_dev(x, m, C) / static_cast<float>(C);
+  const float s = 1.0f / std::sqrt(var + static_cast<float>(kLayernormEps));
+  const V::reg vm = V::set1(m), vs = V::set1(s);
+  int c = 0;
+  for (; c + W <= C; c += W) {
+    const V::reg xhat = V::mul(V::sub(V::load(x + c), vm), vs);
+    V::store(y + c, V::fma(xhat, V::load(weight + c), bias != nullptr ? V::load(bias + c) : V::zero()));
+  }
+  for (; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + (bias != nullptr ? bias[c] : 0.0f);
+  *mean_out = m;
+  *rstd_out = s;
+}
+
+}  // namespace
+
+void layernorm_forward_v4(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                          const float* bias, int rows, int C) {
+  // inp (rows,C), weight (C), bias (C) -> out (rows,C), mean (rows), rstd (rows); one thread per row
+#pragma omp parallel for schedule(static) if (static_cast<int64_t>(rows) * C >= kMinParallelElems)
+  for (int n = 0; n < rows; ++n) {
+    const ptrdiff_t off = static_cast<ptrdiff_t>(n) * C;
+    layernorm_row(out + off, mean + n, rstd + n, inp + off, weight, bias, C);
+  }
+}
+
+// ---- backward v1: plain loops -------------------------------------------------------------
+template <typename F>
+void layernorm_backward_v1(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                           const F* mean, const F* rstd, int rows, int C) {
+  // dout (rows,C), inp (rows,C), weight (C), mean (rows), rstd (rows)
+  // -> dinp (rows,C) += (the residual stream), dweight (C) +=, dbias (C) +=
+  for (int n = 0; n < rows; ++n) {
+    const F* dy = dout + static_cast<ptrdiff_t>(n) * C;
+    const F* x = inp + static_cast<ptrdiff_t>(n) * C;
+    F* dx = dinp + static_cast<ptrdiff_t>(n) * C;
+    const F m = mean[n];
+    const F s = rstd[n];
+
+    // Two reductions over the row: every xhat_c depends on every x_j through the mean and
+    // the variance, and these two sums are all of that coupling.
+    //   mean(g) and mean(g * xhat), with g = dout * weight = dL/dxhat
+    F g_mean = 0;
+    F gxhat_mean = 0;
+    for (int c = 0; c < C; ++c) {
+      const F xhat = (x[c] - m) * s;
+      const F g = dy[c] * weight[c];
+      g_mean += g;
+      gxhat_mean += g * xhat;
+    }
+    g_mean /= static_cast<F>(C);
+    gxhat_mean /= static_cast<F>(C);
+
+    for (int c = 0; c < C; ++c) {
+      const F xhat = (x[c] - m) * s;
+      const F g = dy[c] * weight[c];
+      // out = xhat * weight + bias: the parameters see dout directly
+      if (dbias != nullptr) dbias[c] += dy[c];
+      dweight[c] += dy[c] * xhat;
+      // dL/dx = rstd * (g - mean(g) - xhat * mean(g xhat)):
+      //   the direct path, minus what flows back through the mean, minus through the variance
+      dx[c] += s * (g - g_mean - xhat * gxhat_mean);
+    }
+  }
+}
+template void layernorm_backward_v1<float>(float*, float*, float*, const float*, const float*, const float*,
+                                           const float*, const float*, int, int);
+template void layernorm_backward_v1<double>(double*, double*, double*, const double*, const double*,
+                                            const double*, const double*, const double*, int, int);
+
+// ---- backward v2: SIMD rows, fixed chunks of rows across threads ---------------------------
+namespace {
+
+// One row of the layernorm backward; dinp ACCUMULATES, pdw/pdb (the chunk's partials) too.
+void layernorm_backward_row(float* dx, float* pdw, float* pdb, const float* dy, const float* x,
+                            const float* weight, float m, float s, int C) {
+  // mean(g) and mean(g xhat), g = dy * w, xhat = (x - m) s
+  const V::reg vm = V::set1(m), vs = V::set1(s);
+  V::reg ag = V::zero(), agx = V::zero();
+  int c = 0;
+  for (; c + W <= C; c += W) {
+    const V::reg xhat = V::mul(V::sub(V::load(x + c), vm), vs);
+    const V::reg gg = V::mul(V::load(dy + c), V::load(weight + c));
+    ag = V::add(ag, gg);
+    agx = V::fma(gg, xhat, agx);
+  }
+  float gsum = V::sum(ag), gxsum = V::sum(agx);
+  for (int j = c; j < C; ++j) {
+    const float xhat = (x[j] - m) * s;
+    const float gg = dy[j] * weight[j];
+    gsum += gg;
+    gxsum += gg * xhat;
+  }
+  const float g_mean = gsum / static_cast<float>(C);
+  const float gx_mean = gxsum / static_cast<float>(C);
+  // dx += s (g - mean(g) - xhat mean(g xhat));  dw += dy xhat;  db += dy
+  const V::reg vgm = V::set1(g_mean), vgx = V::set1(gx_mean);
+  c = 0;
+  for (; c + W <= C; c += W) {
+    const V::reg xhat = V::mul(V::sub(V::load(x + c), vm), vs);
+    const V::reg d = V::load(dy + c);
+    const V::reg gg = V::mul(d, V::load(weight + c));
+    V::store(pdb + c, V::add(V::load(pdb + c), d));
+    V::store(pdw + c, V::fma(d, xhat, V::load(pdw + c)));
+    const V::reg inner = V::sub(V::sub(gg, vgm), V::mul(xhat, vgx));
+    V::store(dx + c, V::fma(vs, inner, V::load(dx + c)));
+  }
+  for (; c < C; ++c) {
+    const float xhat = (x[c] - m) * s;
+    const float gg = dy[c] * weight[c];
+    pdb[c] += dy[c];
+    pdw[c] += dy[c] * xhat;
+    dx[c] += s * (gg - g_mean - xhat * gx_mean);
+  }
+}
+
+}  // namespace
+
+void layernorm_backward_v2(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                           const float* weight, const float* mean, const float* rstd, int rows, int C) {
+  // dout (rows,C), inp (rows,C) -> dinp (rows,C) +=, dweight (C) +=, dbias (C) +=
+  // Rows in fixed chunks of kRowChunk; chunk k sums its rows' dweight/dbias terms into
+  // partial k (in L1), the partials are added in chunk order at the end.
+  const int nchunks = (rows + kRowChunk - 1) / kRowChunk;
+  float* part = thread_scratch<float, 0>(static_cast<size_t>(nchunks) * 2 * static_cast<size_t>(C));
+#pragma omp parallel for schedule(static) if (static_cast<int64_t>(rows) * C >= kMinParallelElems)
+  for (int k = 0; k < nchunks; ++k) {
+    float* pdw = part + static_cast<ptrdiff_t>(k) * 2 * C;  // (C) this chunk's dweight
+    float* pdb = pdw + C;                                   // (C) this chunk's dbias
+    std::fill(pdw, pdw + 2 * C, 0.0f);
+    const int n_end = std::min(rows, (k + 1) * kRowChunk);
+    for (int n = k * kRowChunk; n < n_end; ++n) {
+      const ptrdiff_t off = static_cast<ptrdiff_t>(n) * C;
+      layernorm_backward_row(dinp + off, pdw, pdb, dout + off, inp + off, weight, mean[n], rstd[n], C);
+    }
+  }
+  // dweight[c] += sum_k partial_k[c], k in order (cheap: nchunks x 2C adds)
+  for (int c = 0; c < C; ++c) {
+    float sw = 0.0f, sb = 0.0f;
+    for (int k = 0; k < nchunks; ++k) {
+      sw += part[static_cast<ptrdiff_t>(k) * 2 * C + c];
+      sb += part[static_cast<ptrdiff_t>(k) * 2 * C + C + c];
+    }
+    dweight[c] += sw;
+    if (dbias != nullptr) dbias[c] += sb;
+  }
+}
+
+// ---- residual + layernorm ---------------------------------------------------------------------
+void residual_layernorm_forward_v1(float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
+                                   const float* b, const float* weight, const float* bias, int rows, int C) {
+  residual_forward_v1(residual_out, a, b, static_cast<int64_t>(rows) * C);
+  layernorm_forward_v1(ln_out, mean, rstd, residual_out, weight, bias, rows, C);
+}
+
+void residual_layernorm_forward_v2(float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
+                                   const float* b, const float* weight, const float* bias, int rows, int C) {
+  // residual_out = a + b, ln_out = layernorm(residual_out), row by row: the sum is read
+  // back from L1 by the statistics and the normalisation, not from memory.
+#pragma omp parallel for schedule(static) if (static_cast<int64_t>(rows) * C >= kMinParallelElems)
+  for (int n = 0; n < rows; ++n) {
+    const ptrdiff_t off = static_cast<ptrdiff_t>(n) * C;
+    float* r = residual_out + off;
+    int c = 0;
+    for (; c + W <= C; c += W) V::store(r + c, V::add(V::load(a + off + c), V::load(b + off + c)));
+    for (; c < C; ++c) r[c] = a[off + c] + b[off + c];
+    layernorm_row(ln_out + off, mean + n, rstd + n, r, weight, bias, C);
+  }
+}
+
 // ---- dispatch -------------------------------------------------------------------------------
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int rows, int C) {
@@ -227,18 +461,46 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 
 const std::vector<LayernormVersion>& layernorm_versions() {
   static const std::vector<LayernormVersion> versions = {
-      {1, "three-pass", "mean, variance, normalise: 3 passes, sums in double, 16 B/element",
-       &layernorm_forward_v1},
+      {1, "three-pass", "mean, variance, normalise: 3 plain-loop passes, sums in float, 16 B/element",
+       &layernorm_forward_v1<float>},
       {2, "one-pass", "sum and sum of squares in one pass (double), then normalise: 12 B/element",
        &layernorm_forward_v2},
       {3, "one-pass-simd", "SIMD; two-pass statistics per 4 KB chunk in L1, merged in double",
        &layernorm_forward_v3},
+      {4, "rows-parallel", "v1's passes in SIMD per row (row in L1), rows across threads: the trainer's",
+       &layernorm_forward_v4},
   };
   return versions;
 }
 
 const LayernormVersion& layernorm_version(const std::string& number_or_name) {
   return find_version(layernorm_versions(), number_or_name, "layernorm");
+}
+
+const std::vector<OpVersion<LayernormBackwardFn>>& layernorm_backward_versions() {
+  static const std::vector<OpVersion<LayernormBackwardFn>> versions = {
+      {1, "loops", "plain loops, rows in order: the reference", &layernorm_backward_v1<float>},
+      {2, "rows-parallel", "SIMD rows; fixed chunks of 32 rows across threads, partials added in order",
+       &layernorm_backward_v2},
+  };
+  return versions;
+}
+
+const OpVersion<LayernormBackwardFn>& layernorm_backward_version(const std::string& number_or_name) {
+  return find_version(layernorm_backward_versions(), number_or_name, "layernorm_backward");
+}
+
+const std::vector<OpVersion<ResidualLayernormFn>>& residual_layernorm_versions() {
+  static const std::vector<OpVersion<ResidualLayernormFn>> versions = {
+      {1, "two-ops", "residual_forward v1, then layernorm_forward v1", &residual_layernorm_forward_v1},
+      {2, "fused-rows", "add, statistics and normalise per row from L1 (layernorm v4's row), rows across threads",
+       &residual_layernorm_forward_v2},
+  };
+  return versions;
+}
+
+const OpVersion<ResidualLayernormFn>& residual_layernorm_version(const std::string& number_or_name) {
+  return find_version(residual_layernorm_versions(), number_or_name, "residual_layernorm");
 }
 
 }  // namespace kernels

@@ -22,15 +22,24 @@
 //   V::add(a, b), V::sub(a, b), V::mul(a, b), V::div(a, b), V::min(a, b), V::max(a, b)
 //   V::fma(a, b, c) = a * b + c, rounded once on the FMA targets (twice for Portable)
 //   V::abs(a), V::round(a)                              round: to nearest, ties to even
+//   V::sqrt(a)                                          correctly rounded, as std::sqrt
 //   V::exp2i(k)      2^k for integral k in [-126, 127], written straight into the exponent
 //                    bits (k = -127 gives 0); the scaling step of exp (kernels/elementwise.h)
 //   V::sum(a), V::hmax(a)                               horizontal reductions to a float
+// and the loads of packed weights (kernels/decode.cpp dequantises with them), W lanes each:
+//   V::load_bf16(p)  W bf16 -> float: a bf16 is the top half of an fp32 (exact)
+//   V::load_i8(p)    W int8 -> float (exact)
+//   V::load_i4(p, s) W 4-bit codes from W/2 bytes (lane 2j: byte j's low nibble, lane 2j+1:
+//                    its high nibble) -> (code - 8) * s
+// plus, where a target has them, Avx2::permute(v, idx) (lane l = v[idx[l]]), Avx2::load4(p)
+// (4 floats, then 4 zeros) and Avx512::from_halves(lo, hi) (two Avx2 registers as one).
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 // GCC 12 warns "__Y is (may be) used uninitialized" inside its own AVX-512 intrinsics
@@ -110,6 +119,10 @@ struct Portable {
     for (int i = 0; i < W; ++i) a.v[i] = std::nearbyint(a.v[i]);  // default mode: ties to even
     return a;
   }
+  static reg sqrt(reg a) {
+    for (int i = 0; i < W; ++i) a.v[i] = std::sqrt(a.v[i]);
+    return a;
+  }
   static reg exp2i(reg k) {
     // The float 2^k has sign 0, exponent field k + 127, mantissa 0.
     for (int i = 0; i < W; ++i) {
@@ -127,6 +140,24 @@ struct Portable {
     float m = a.v[0];
     for (int i = 1; i < W; ++i) m = std::max(m, a.v[i]);
     return m;
+  }
+  static reg load_bf16(const uint16_t* p) {
+    reg r;
+    for (int i = 0; i < W; ++i) r.v[i] = std::bit_cast<float>(static_cast<uint32_t>(p[i]) << 16);
+    return r;
+  }
+  static reg load_i8(const int8_t* p) {
+    reg r;
+    for (int i = 0; i < W; ++i) r.v[i] = static_cast<float>(p[i]);
+    return r;
+  }
+  static reg load_i4(const uint8_t* p, float scale) {
+    reg r;
+    for (int i = 0; i < W; ++i) {
+      const int q = ((i & 1) ? (p[i / 2] >> 4) : (p[i / 2] & 0xF)) - 8;
+      r.v[i] = scale * static_cast<float>(q);
+    }
+    return r;
   }
 };
 
@@ -150,12 +181,17 @@ struct Avx512 {
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static reg abs(reg a) { return _mm512_abs_ps(a); }
   static reg round(reg a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg sqrt(reg a) { return _mm512_sqrt_ps(a); }
   static reg exp2i(reg k) {
     const __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23));
   }
   static float sum(reg a) { return _mm512_reduce_add_ps(a); }
   static float hmax(reg a) { return _mm512_reduce_max_ps(a); }
+  // lanes 0..7 from lo, 8..15 from hi (the packed-weight loads are built from two AVX2 halves)
+  static reg from_halves(__m256 lo, __m256 hi) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+  }
 };
 #endif
 
@@ -179,6 +215,7 @@ struct Avx2 {
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg abs(reg a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }  // clear the sign bit
   static reg round(reg a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static reg sqrt(reg a) { return _mm256_sqrt_ps(a); }
   static reg exp2i(reg k) {
     const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
@@ -195,6 +232,34 @@ struct Avx2 {
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 0x55));
     return _mm_cvtss_f32(m);
+  }
+  // bf16: widening u16 -> u32 and shifting left by 16 IS the conversion (no rounding).
+  static reg load_bf16(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));  // 8 x u16
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  // int8: sign-extend 8 x i8 to i32, convert to float.
+  static reg load_i8(const int8_t* p) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));  // 8 x i8
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+  }
+  // int4: doubling every byte (b0 b0 b1 b1 ...) and widening to 8 x u32 puts byte j in lanes
+  // 2j and 2j+1; shifting the odd lanes right by 4 and masking leaves each lane its nibble.
+  static reg load_i4(const uint8_t* p, float scale) {
+    uint32_t four = 0;
+    std::memcpy(&four, p, 4);
+    const __m128i b = _mm_cvtsi32_si128(static_cast<int>(four));
+    const __m256i lanes = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(lanes, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
+                                         _mm256_set1_epi32(0xF));
+    const __m256 q = _mm256_cvtepi32_ps(_mm256_sub_epi32(nib, _mm256_set1_epi32(8)));
+    return _mm256_mul_ps(q, _mm256_set1_ps(scale));
+  }
+  // 4 floats in lanes 0..3, zeros in 4..7.
+  static reg load4(const float* p) { return _mm256_zextps128_ps256(_mm_loadu_ps(p)); }
+  // lane l = v[idx[l]], idx 32-byte aligned (a table row).
+  static reg permute(reg v, const int32_t* idx) {
+    return _mm256_permutevar8x32_ps(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(idx)));
   }
 };
 #endif
@@ -219,12 +284,18 @@ struct Neon {
   static reg fma(reg a, reg b, reg c) { return vfmaq_f32(c, a, b); }
   static reg abs(reg a) { return vabsq_f32(a); }
   static reg round(reg a) { return vrndnq_f32(a); }
+  static reg sqrt(reg a) { return vsqrtq_f32(a); }
   static reg exp2i(reg k) {
     const int32x4_t biased = vaddq_s32(vcvtnq_s32_f32(k), vdupq_n_s32(127));
     return vreinterpretq_f32_s32(vshlq_n_s32(biased, 23));
   }
   static float sum(reg a) { return vaddvq_f32(a); }
   static float hmax(reg a) { return vmaxvq_f32(a); }
+  // The packed-weight loads: Portable's lane arithmetic, then one vector load.
+  static reg load_bf16(const uint16_t* p) { return from_portable(Portable<4>::load_bf16(p)); }
+  static reg load_i8(const int8_t* p) { return from_portable(Portable<4>::load_i8(p)); }
+  static reg load_i4(const uint8_t* p, float scale) { return from_portable(Portable<4>::load_i4(p, scale)); }
+  static reg from_portable(const Portable<4>::reg& r) { return vld1q_f32(r.v); }
 };
 #endif
 

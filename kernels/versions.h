@@ -3,6 +3,10 @@
 // Each op keeps a table of its numbered versions (struct with `number`, `name`, ...), in
 // ladder order; `find_version` picks one by number ("3"), by number with a v ("v3") or by
 // name ("cache-blocked"), and otherwise throws std::invalid_argument naming what exists.
+//
+// OpVersion<Fn> is that struct for an op whose versions all share the signature Fn: the
+// GPT training ops (kernels/attention.h, layernorm.h, gelu.h, ...) use it, so a backend is
+// a table of named rungs (gpt/backend_cpu.cpp) and the tests and the bench iterate them.
 #pragma once
 
 #include <stdexcept>
@@ -10,6 +14,14 @@
 #include <vector>
 
 namespace kernels {
+
+template <class Fn>
+struct OpVersion {
+  int number;
+  const char* name;
+  const char* summary;
+  Fn fn;
+};
 
 template <class Version>
 const Version& find_version(const std::vector<Version>& versions, const std::string& number_or_name,

@@ -15,9 +15,13 @@
 //
 // Templated on the scalar type F (float for training, double for the gradient checks);
 // the template parameter is not called T because T is the sequence length in llm.c.
+// The loops are kernels/attention.cpp's v1 (these check the sizes, then call it).
 #pragma once
 
 namespace nn {
+
+// nn::Error unless every size is >= 1 and C % NH == 0 (what every attention version needs).
+void check_attention_sizes(int B, int Tn, int C, int NH);
 
 // qkv (B, Tn, 3C): [q | k | v] along the last axis, each (C) = NH heads of hs channels.
 // -> out (B, Tn, C), preatt (B, NH, Tn, Tn), att (B, NH, Tn, Tn).

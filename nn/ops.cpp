@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/crossentropy.h"
 #include "kernels/matmul.h"
 #include "nn/check.h"
 #include "nn/transformer.h"
@@ -131,45 +132,28 @@ void softmax_forward(T* probs, const T* logits, int B, int V) {
   }
 }
 
-template <typename T>
-T softmax_cross_entropy_forward(T* probs, T* losses, const T* logits, const int32_t* targets, int B,
-                                int V) {
-  softmax_forward(probs, logits, B, V);
-  double total = 0.0;
+void check_targets(const int32_t* targets, int B, int V) {
   for (int b = 0; b < B; ++b) {
     const int32_t t = targets[b];
     NN_CHECK(0 <= t && t < V, "cross-entropy target " << t << " at row " << b
                                   << " is outside [0, " << V << "): labels and model disagree");
-    // -log p_t computed from the logits (logsumexp - x_t) rather than log(p_t), so a
-    // probability that underflows to 0 gives a large finite loss instead of inf.
-    const T* x = logits + static_cast<ptrdiff_t>(b) * V;
-    T maxval = -std::numeric_limits<T>::infinity();
-    for (int v = 0; v < V; ++v) {
-      maxval = x[v] > maxval ? x[v] : maxval;
-    }
-    T sum = 0;
-    for (int v = 0; v < V; ++v) {
-      sum += std::exp(x[v] - maxval);
-    }
-    losses[b] = maxval + std::log(sum) - x[t];
-    total += static_cast<double>(losses[b]);
   }
-  return static_cast<T>(total / B);
+}
+
+// The loops are kernels/crossentropy.cpp's v1: the softmax, then the loss from the logits
+// (logsumexp - x_t, so a probability that underflows gives a large finite loss, not inf).
+template <typename T>
+T softmax_cross_entropy_forward(T* probs, T* losses, const T* logits, const int32_t* targets, int B,
+                                int V) {
+  check_targets(targets, B, V);
+  return kernels::crossentropy_forward_v1(probs, losses, logits, targets, B, V);
 }
 
 template <typename T>
 void softmax_cross_entropy_backward(T* dlogits, const T* probs, const int32_t* targets, int B, int V,
                                     T dloss) {
   // d(mean_b loss_b)/d x_bv = (p_bv - [v == t_b]) / B
-  const T scale = dloss / static_cast<T>(B);
-  for (int b = 0; b < B; ++b) {
-    const T* p = probs + static_cast<ptrdiff_t>(b) * V;
-    T* dx = dlogits + static_cast<ptrdiff_t>(b) * V;
-    for (int v = 0; v < V; ++v) {
-      const T indicator = v == targets[b] ? T(1) : T(0);
-      dx[v] = scale * (p[v] - indicator);
-    }
-  }
+  kernels::crossentropy_backward_v1(dlogits, probs, targets, B, V, dloss);
 }
 
 // ---- mean-squared error -------------------------------------------------------------

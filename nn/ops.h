@@ -43,6 +43,9 @@ template <typename T> void sigmoid_backward(T* dinp, const T* dout, const T* out
 template <typename T> void softmax_forward(T* probs, const T* logits, int B, int V);
 
 // ---- softmax + cross-entropy, fused because the backward collapses -------------
+// nn::Error naming the first row whose target is outside [0, V).
+void check_targets(const int32_t* targets, int B, int V);
+// The loops are kernels/crossentropy.h's v1 (checked here first).
 // logits (B, V), targets (B) in [0, V) -> probs (B, V), losses (B); returns mean loss.
 // loss_b = -log softmax(logits_b)[target_b] = logsumexp(logits_b) - logits_b[target_b]
 template <typename T>

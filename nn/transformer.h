@@ -3,8 +3,10 @@
 // the linear layer in plain loops, GELU, the residual add and dropout.
 //
 // Plain loops, templated on the scalar type F (float for the naive GPT backend, double for
-// the finite-difference checks). These are THE reference: gpt/'s `--backend naive` calls
-// them as they are, and the fast `--backend cpu` is tested against them.
+// the finite-difference checks). These are THE reference: each checks its arguments and
+// calls the v1 rung of its kernels/ ladder (kernels/layernorm.h, encoder.h, linear.h,
+// gelu.h, residual.h, dropout.h), the loop the naive GPT backend runs and every faster
+// rung (the cpu backend's) is validated against.
 //
 // Sizes: N rows (N = B * T positions), C channels, OC output channels, V vocabulary.
 // The gradient rule is nn/ops.h's: parameter gradients ACCUMULATE, activation gradients
@@ -15,9 +17,17 @@
 
 #include <cstdint>
 
+#include "kernels/dropout.h"
+#include "kernels/layernorm.h"
 #include "nn/rng.h"
 
 namespace nn {
+
+// nn::Error naming the first (b, t) whose token id is outside [0, V): what every encoder
+// (loops, threads, GPU) needs checked before it reads a row of wte.
+void check_token_ids(const int32_t* inp, int B, int T, int V);
+// nn::Error unless p is in [0, 1) (dropout's probability of dropping an element).
+void check_dropout_p(float p);
 
 // ---- token + position embedding ---------------------------------------------------------
 // inp (B, T) token ids in [0, V), wte (V, C), wpe (>= T, C) -> out (B, T, C):
@@ -34,7 +44,7 @@ void encoder_backward(F* dwte, F* dwpe, const F* dout, const int32_t* inp, int B
 // inp (N, C), weight, bias (C; nullptr: no bias, nanoGPT's bias=False) -> out (N, C), mean (N), rstd (N):
 //   mean = sum(x) / C, var = sum((x - mean)^2) / C (biased, as PyTorch), rstd = 1 / sqrt(var + eps)
 //   out = (x - mean) * rstd * weight + bias,  eps = 1e-5 (PyTorch's default)
-inline constexpr double kLayernormEps = 1e-5;
+inline constexpr double kLayernormEps = kernels::kLayernormEps;
 template <typename F>
 void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias, int N, int C);
 // dout (N, C) -> dinp (N, C) ACCUMULATED (the residual stream, see above),
@@ -88,11 +98,8 @@ void residual_forward(F* out, const F* a, const F* b, int64_t n);
 //   u  = (float)(uint32_t)(z >> 40) * 0x1p-24f      the top 24 bits: exact, in [0, 1)
 // The comparison u < p is done in float; the kept scale is F(1) / (F(1) - F(p)) in the
 // op's type F.
-// Inline, so every backend's loop calls this one definition (nn::splitmix64, nn/rng.h).
-inline float dropout_uniform(uint64_t seed, uint64_t i) {
-  // the top 24 bits, an integer in [0, 2^24), times 2^-24: exact in float, always < 1
-  return static_cast<float>(static_cast<uint32_t>(splitmix64(seed, i) >> 40)) * 0x1.0p-24f;
-}
+// One definition for every backend's loop: kernels/dropout.h (SplitMix64: kernels/splitmix64.h).
+using kernels::dropout_uniform;
 template <typename F>
 void dropout_forward(F* out, F* mask, const F* inp, int64_t n, float p, uint64_t seed);
 // dinp = dout * mask, ASSIGNED (dinp may alias dout)

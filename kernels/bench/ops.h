@@ -27,6 +27,26 @@ harness::OpBench softmax_bench();
 harness::OpBench layernorm_bench();
 harness::OpBench matvec_bench();
 harness::OpBench attention_decode_bench();
+// The GPT training ops' ladders, each rung against v1 (kernels/bench/gpt_ops.cpp).
+harness::OpBench encoder_bench();
+harness::OpBench encoder_backward_bench();
+harness::OpBench layernorm_backward_bench();
+harness::OpBench residual_layernorm_bench();
+harness::OpBench linear_bench();
+harness::OpBench linear_backward_bench();
+harness::OpBench linear_gelu_bench();
+harness::OpBench attention_bench();
+harness::OpBench attention_backward_bench();
+harness::OpBench gelu_bench();
+harness::OpBench gelu_backward_bench();
+harness::OpBench residual_bench();
+harness::OpBench dropout_bench();
+harness::OpBench dropout_backward_bench();
+harness::OpBench crossentropy_bench();
+harness::OpBench crossentropy_backward_bench();
+harness::OpBench adamw_bench();
+harness::OpBench sum_squares_bench();
+harness::OpBench scale_bench();
 
 // ---- helpers the op descriptions share (kernels/bench/registry.cpp) ----------------------
 // A size as `count` numbers joined by 'x' ("64x50257"), each optionally ending in K

@@ -1,0 +1,361 @@
+// kernels/attention.cpp: causal multi-head self-attention, plain loops and the threaded
+// SIMD version (kernels/attention.h).
+//
+// v1 is the version a student steps through. Per (b, t, h) the forward does three passes
+// over the earlier positions t2 <= t, exactly as llm.c's CPU attention_forward: scores
+// q.k, softmax, weighted sum of v. The backward walks the same three passes in reverse.
+// O(B NH Tn^2 hs) work.
+#include "kernels/attention.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/elementwise.h"
+#include "kernels/parallel.h"
+#include "kernels/simd.h"
+
+namespace kernels {
+
+using std::ptrdiff_t;
+
+// ---- v1: plain loops --------------------------------------------------------------------
+template <typename F>
+void attention_forward_v1(F* out, F* preatt, F* att, const F* qkv, int B, int Tn, int C, int NH) {
+  // qkv (B, Tn, 3C), out (B, Tn, C), preatt (B, NH, Tn, Tn), att (B, NH, Tn, Tn)
+  const int C3 = 3 * C;
+  const int hs = C / NH;  // head size
+  // Dividing by sqrt(hs) keeps the scores' variance ~1 when q and k have unit variance, so
+  // the softmax does not saturate into a one-hot as hs grows.
+  const F scale = F(1) / std::sqrt(static_cast<F>(hs));
+
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < Tn; ++t) {
+      for (int h = 0; h < NH; ++h) {
+        // this head's query at position t: q = qkv[b, t, h*hs : (h+1)*hs]
+        const F* q = qkv + (static_cast<ptrdiff_t>(b) * Tn + t) * C3 + h * hs;
+        const ptrdiff_t row = ((static_cast<ptrdiff_t>(b) * NH + h) * Tn + t) * Tn;
+        F* preatt_row = preatt + row;  // (Tn): scores of query t against every key t2
+        F* att_row = att + row;        // (Tn)
+
+        // pass 1: preatt[t2] = q . k_t2 / sqrt(hs), only for t2 <= t (the causal mask)
+        F maxval = -std::numeric_limits<F>::infinity();
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const F* k = qkv + (static_cast<ptrdiff_t>(b) * Tn + t2) * C3 + C + h * hs;  // +C: key
+          F dot = 0;
+          for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
+          dot *= scale;
+          preatt_row[t2] = dot;
+          if (dot > maxval) maxval = dot;
+        }
+
+        // pass 2: softmax over t2 <= t. att[t2] = exp(p_t2 - max) / sum_j exp(p_j - max);
+        // subtracting the max changes nothing mathematically and keeps exp from overflowing.
+        F expsum = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const F e = std::exp(preatt_row[t2] - maxval);
+          att_row[t2] = e;
+          expsum += e;
+        }
+        const F expsum_inv = F(1) / expsum;  // >= 1 term equals exp(0) = 1, so never 0
+        for (int t2 = 0; t2 < Tn; ++t2) {
+          if (t2 <= t) {
+            att_row[t2] *= expsum_inv;
+          } else {
+            // masked positions: probability exactly 0 (and a defined preatt, not garbage)
+            att_row[t2] = 0;
+            preatt_row[t2] = 0;
+          }
+        }
+
+        // pass 3: out_t = sum_{t2 <= t} att[t2] v_t2, into this head's slice of out
+        F* o = out + (static_cast<ptrdiff_t>(b) * Tn + t) * C + h * hs;
+        for (int i = 0; i < hs; ++i) o[i] = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const F* v = qkv + (static_cast<ptrdiff_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;  // +2C
+          const F a = att_row[t2];
+          for (int i = 0; i < hs; ++i) o[i] += a * v[i];
+        }
+      }
+    }
+  }
+}
+
+// ---- backward v1: the three passes in reverse -----------------------------------------------
+template <typename F>
+void attention_backward_v1(F* dqkv, F* dpreatt, F* datt, const F* dout, const F* qkv, const F* att,
+                        int B, int Tn, int C, int NH) {
+  // dout (B, Tn, C), qkv (B, Tn, 3C), att (B, NH, Tn, Tn)
+  // -> dqkv (B, Tn, 3C) assigned; dpreatt, datt (B, NH, Tn, Tn) scratch
+  const int C3 = 3 * C;
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(static_cast<F>(hs));
+
+  // dqkv is an activation gradient: assigned. Key t2 and value t2 receive contributions
+  // from every later query t >= t2, so the loops below sum into dqkv; clearing it first
+  // makes the op as a whole an assignment (a NaN left in dqkv by the caller cannot survive).
+  const ptrdiff_t n_qkv = static_cast<ptrdiff_t>(B) * Tn * C3;
+  for (ptrdiff_t i = 0; i < n_qkv; ++i) dqkv[i] = 0;
+
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < Tn; ++t) {
+      for (int h = 0; h < NH; ++h) {
+        const ptrdiff_t row = ((static_cast<ptrdiff_t>(b) * NH + h) * Tn + t) * Tn;
+        const F* att_row = att + row;
+        F* datt_row = datt + row;
+        F* dpreatt_row = dpreatt + row;
+        const ptrdiff_t qoff = (static_cast<ptrdiff_t>(b) * Tn + t) * C3 + h * hs;
+        const F* q = qkv + qoff;
+        F* dq = dqkv + qoff;
+        const F* dout_t = dout + (static_cast<ptrdiff_t>(b) * Tn + t) * C + h * hs;
+
+        // pass 3 reversed: out_t = sum_t2 att[t2] v_t2
+        //   datt[t2] = dout_t . v_t2        dv_t2 += att[t2] dout_t
+        for (int t2 = 0; t2 < Tn; ++t2) datt_row[t2] = 0;  // masked entries stay 0
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const ptrdiff_t voff = (static_cast<ptrdiff_t>(b) * Tn + t2) * C3 + 2 * C + h * hs;
+          const F* v = qkv + voff;
+          F* dv = dqkv + voff;
+          F d = 0;
+          for (int i = 0; i < hs; ++i) {
+            d += v[i] * dout_t[i];
+            dv[i] += att_row[t2] * dout_t[i];
+          }
+          datt_row[t2] = d;
+        }
+
+        // pass 2 reversed, the softmax Jacobian d att_j / d p_i = att_j (delta_ij - att_i):
+        //   dpreatt[i] = att_i (datt_i - sum_j att_j datt_j)
+        // (the O(Tn) form of llm.c's double loop over the Jacobian; masked entries are 0
+        // because att_i = 0 there)
+        F weighted = 0;  // sum_j att_j datt_j
+        for (int t2 = 0; t2 <= t; ++t2) weighted += att_row[t2] * datt_row[t2];
+        for (int t2 = 0; t2 < Tn; ++t2) {
+          dpreatt_row[t2] = t2 <= t ? att_row[t2] * (datt_row[t2] - weighted) : F(0);
+        }
+
+        // pass 1 reversed: preatt[t2] = q . k_t2 * scale
+        //   dq += dpreatt[t2] k_t2 scale      dk_t2 += dpreatt[t2] q scale
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const ptrdiff_t koff = (static_cast<ptrdiff_t>(b) * Tn + t2) * C3 + C + h * hs;
+          const F* k = qkv + koff;
+          F* dk = dqkv + koff;
+          const F g = dpreatt_row[t2] * scale;
+          for (int i = 0; i < hs; ++i) {
+            dq[i] += g * k[i];
+            dk[i] += g * q[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+template void attention_forward_v1<float>(float*, float*, float*, const float*, int, int, int, int);
+template void attention_forward_v1<double>(double*, double*, double*, const double*, int, int, int, int);
+template void attention_backward_v1<float>(float*, float*, float*, const float*, const float*, const float*, int,
+                                           int, int, int);
+template void attention_backward_v1<double>(double*, double*, double*, const double*, const double*,
+                                            const double*, int, int, int, int);
+
+// ---- v2: one thread per (b, h), SIMD rows ----------------------------------------------------
+namespace {
+
+using V = simd::Native;  // the widest SIMD this build targets (AVX2: 8 lanes)
+constexpr int W = V::lanes;
+
+// The helpers, one (b, h) at a time.
+// s[j] = sum_i q[i] * Mt[i * ld + j] for j in [0, nblk * W): a row of scores against keys
+// stored transposed (Mt: (hs, ld), keys along the fast axis), so each step of i is one
+// broadcast and nblk FMAs: no horizontal sums. Blocks in groups of up to 4 registers.
+template <int NB>
+inline void dot_blocks(float* s, const float* q, const float* Mt, int hs, int ld, float scale) {
+  V::reg acc[NB];
+  for (int u = 0; u < NB; ++u) acc[u] = V::zero();
+  for (int i = 0; i < hs; ++i) {
+    const V::reg qi = V::set1(q[i]);
+    const float* row = Mt + static_cast<ptrdiff_t>(i) * ld;
+    for (int u = 0; u < NB; ++u) acc[u] = V::fma(qi, V::load(row + u * W), acc[u]);
+  }
+  const V::reg vs = V::set1(scale);
+  for (int u = 0; u < NB; ++u) V::store(s + u * W, V::mul(acc[u], vs));
+}
+void scores_row(float* s, const float* q, const float* Mt, int hs, int ld, int nblk, float scale) {
+  int j = 0;
+  for (; j + 4 <= nblk; j += 4) dot_blocks<4>(s + j * W, q, Mt + j * W, hs, ld, scale);
+  switch (nblk - j) {
+    case 3: dot_blocks<3>(s + j * W, q, Mt + j * W, hs, ld, scale); break;
+    case 2: dot_blocks<2>(s + j * W, q, Mt + j * W, hs, ld, scale); break;
+    case 1: dot_blocks<1>(s + j * W, q, Mt + j * W, hs, ld, scale); break;
+    default: break;
+  }
+}
+
+// y[0..hs) = sum_{j < n} a[j] * rows[j * ld + 0..hs), in j order (ASSIGNED to y).
+void weighted_rows(float* y, const float* a, const float* rows, ptrdiff_t ld, int n, int hs) {
+  int c = 0;
+  for (; c + 4 * W <= hs; c += 4 * W) {  // 4 independent FMA chains
+    V::reg acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
+    for (int j = 0; j < n; ++j) {
+      const V::reg aj = V::set1(a[j]);
+      const float* r = rows + j * ld + c;
+      for (int u = 0; u < 4; ++u) acc[u] = V::fma(aj, V::load(r + u * W), acc[u]);
+    }
+    for (int u = 0; u < 4; ++u) V::store(y + c + u * W, acc[u]);
+  }
+  for (; c + W <= hs; c += W) {
+    V::reg acc = V::zero();
+    for (int j = 0; j < n; ++j) acc = V::fma(V::set1(a[j]), V::load(rows + j * ld + c), acc);
+    V::store(y + c, acc);
+  }
+  for (; c < hs; ++c) {
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j) acc += a[j] * rows[j * ld + c];
+    y[c] = acc;
+  }
+}
+
+// Mt (hs, ld) = the head's slice [off, off + hs) of T rows of stride C3, transposed; columns
+// [T, ld) zero (so padded lanes of a score block are finite).
+void transpose_head(float* Mt, const float* base, ptrdiff_t C3, int off, int T, int hs, int ld) {
+  for (int i = 0; i < hs; ++i) {
+    float* row = Mt + static_cast<ptrdiff_t>(i) * ld;
+    for (int t = 0; t < T; ++t) row[t] = base[t * C3 + off + i];
+    for (int t = T; t < ld; ++t) row[t] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void attention_forward_v2(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+  // qkv (B,T,3C) -> out (B,T,C), preatt, att (B,NH,T,T); one thread per (b, h)
+  const int hs = C / NH;
+  const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
+  const int ld = (T + W - 1) / W * W;  // key axis padded to whole registers
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const int items = B * NH;
+#pragma omp parallel for schedule(static) if (items > 1 && static_cast<int64_t>(B) * T * T * C >= 65536)
+  for (int item = 0; item < items; ++item) {
+    const int b = item / NH, h = item % NH;
+    float* Kt = thread_scratch<float, 0>(static_cast<size_t>(hs) * ld + ld);  // (hs, ld), then a row (ld)
+    float* srow = Kt + static_cast<ptrdiff_t>(hs) * ld;
+    const float* base = qkv + static_cast<ptrdiff_t>(b) * T * C3;  // (T, 3C) of batch row b
+    transpose_head(Kt, base, C3, C + h * hs, T, hs, ld);
+    const float* vbase = base + 2 * C + h * hs;  // v_t2 = vbase + t2 * C3
+    for (int t = 0; t < T; ++t) {
+      const ptrdiff_t row = (static_cast<ptrdiff_t>(item) * T + t) * T;
+      float* prow = preatt + row;
+      float* arow = att + row;
+      const float* q = base + t * C3 + h * hs;
+      // pass 1: scores for keys 0..t (whole blocks; lanes past t are masked below)
+      const int nblk = (t + 1 + W - 1) / W;
+      scores_row(srow, q, Kt, hs, ld, nblk, scale);
+      const int nlanes = nblk * W;
+      for (int j = t + 1; j < nlanes; ++j) srow[j] = -std::numeric_limits<float>::infinity();
+      // pass 2: softmax over 0..t; the masked lanes give exp(-inf) = exactly 0 (poly_exp
+      // clamps at -88, where its result is 0)
+      V::reg vmax = V::set1(-std::numeric_limits<float>::infinity());
+      for (int j = 0; j < nlanes; j += W) vmax = V::max(vmax, V::load(srow + j));
+      const float maxval = V::hmax(vmax);
+      for (int j = 0; j <= t; ++j) prow[j] = srow[j];
+      for (int j = t + 1; j < T; ++j) prow[j] = 0.0f;
+      const V::reg vm = V::set1(maxval);
+      V::reg vsum = V::zero();
+      for (int j = 0; j < nlanes; j += W) {
+        const V::reg e = poly_exp<V>(V::sub(V::load(srow + j), vm));
+        V::store(srow + j, e);
+        vsum = V::add(vsum, e);
+      }
+      const float inv = 1.0f / V::sum(vsum);
+      for (int j = 0; j <= t; ++j) arow[j] = srow[j] * inv;
+      for (int j = t + 1; j < T; ++j) arow[j] = 0.0f;
+      // pass 3: out_t = sum_{t2 <= t} att[t2] v_t2
+      weighted_rows(out + (static_cast<ptrdiff_t>(b) * T + t) * C + h * hs, arow, vbase, C3, t + 1, hs);
+    }
+  }
+}
+
+void attention_backward_v2(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int T, int C, int NH) {
+  // dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) -> dqkv (B,T,3C) ASSIGNED (each element
+  // written once: head h of batch row b is owned by one thread); dpreatt, datt scratch
+  const int hs = C / NH;
+  const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
+  const int ld = (T + W - 1) / W * W;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const int items = B * NH;
+#pragma omp parallel for schedule(static) if (items > 1 && static_cast<int64_t>(B) * T * T * C >= 65536)
+  for (int item = 0; item < items; ++item) {
+    const int b = item / NH, h = item % NH;
+    float* Vt = thread_scratch<float, 0>(static_cast<size_t>(hs) * ld + 2 * static_cast<size_t>(ld));
+    float* srow = Vt + static_cast<ptrdiff_t>(hs) * ld;  // (ld) datt of one row
+    float* coef = srow + ld;                             // (ld) a column of dpreatt or att
+    const float* base = qkv + static_cast<ptrdiff_t>(b) * T * C3;
+    float* dbase = dqkv + static_cast<ptrdiff_t>(b) * T * C3;
+    const float* dobase = dout + static_cast<ptrdiff_t>(b) * T * C + h * hs;  // dout_t = dobase + t*C
+    transpose_head(Vt, base, C3, 2 * C + h * hs, T, hs, ld);
+    const float* qh = base + h * hs;
+    const float* kh = base + C + h * hs;
+    const ptrdiff_t mat = static_cast<ptrdiff_t>(item) * T * T;  // this head's (T,T)
+    for (int t = 0; t < T; ++t) {
+      const ptrdiff_t row = mat + static_cast<ptrdiff_t>(t) * T;
+      const float* arow = att + row;
+      float* darow = datt + row;
+      float* dprow = dpreatt + row;
+      // datt[t2] = dout_t . v_t2 for t2 <= t
+      const int nblk = (t + 1 + W - 1) / W;
+      scores_row(srow, dobase + static_cast<ptrdiff_t>(t) * C, Vt, hs, ld, nblk, 1.0f);
+      // softmax backward: dpreatt[i] = att_i (datt_i - sum_j att_j datt_j)
+      float weighted = 0.0f;
+      for (int j = 0; j <= t; ++j) weighted += arow[j] * srow[j];
+      for (int j = 0; j <= t; ++j) {
+        darow[j] = srow[j];
+        dprow[j] = arow[j] * (srow[j] - weighted);
+      }
+      for (int j = t + 1; j < T; ++j) {
+        darow[j] = 0.0f;
+        dprow[j] = 0.0f;
+      }
+      // dq_t = sum_{t2 <= t} (dpreatt[t2] scale) k_t2
+      for (int j = 0; j <= t; ++j) coef[j] = dprow[j] * scale;
+      weighted_rows(dbase + t * C3 + h * hs, coef, kh, C3, t + 1, hs);
+    }
+    // dk_t2 = sum_{t >= t2} (dpreatt[t][t2] scale) q_t;  dv_t2 = sum_{t >= t2} att[t][t2] dout_t
+    for (int t2 = 0; t2 < T; ++t2) {
+      const int n = T - t2;
+      for (int j = 0; j < n; ++j) coef[j] = dpreatt[mat + static_cast<ptrdiff_t>(t2 + j) * T + t2] * scale;
+      weighted_rows(dbase + t2 * C3 + C + h * hs, coef, qh + t2 * C3, C3, n, hs);
+      for (int j = 0; j < n; ++j) coef[j] = att[mat + static_cast<ptrdiff_t>(t2 + j) * T + t2];
+      weighted_rows(dbase + t2 * C3 + 2 * C + h * hs, coef, dobase + static_cast<ptrdiff_t>(t2) * C, C, n,
+                    hs);
+    }
+  }
+}
+
+const std::vector<OpVersion<AttentionFn>>& attention_versions() {
+  static const std::vector<OpVersion<AttentionFn>> versions = {
+      {1, "loops", "three passes per (b, t, h) in plain loops, std::exp: the reference",
+       &attention_forward_v1<float>},
+      {2, "heads-parallel", "a thread per (b, h), keys transposed, SIMD scores, poly_exp softmax",
+       &attention_forward_v2},
+  };
+  return versions;
+}
+const OpVersion<AttentionFn>& attention_version(const std::string& number_or_name) {
+  return find_version(attention_versions(), number_or_name, "attention");
+}
+
+const std::vector<OpVersion<AttentionBackwardFn>>& attention_backward_versions() {
+  static const std::vector<OpVersion<AttentionBackwardFn>> versions = {
+      {1, "loops", "the three passes in reverse, plain loops: the reference", &attention_backward_v1<float>},
+      {2, "heads-parallel", "a thread per (b, h), values transposed; dq by rows, dk and dv by columns",
+       &attention_backward_v2},
+  };
+  return versions;
+}
+const OpVersion<AttentionBackwardFn>& attention_backward_version(const std::string& number_or_name) {
+  return find_version(attention_backward_versions(), number_or_name, "attention_backward");
+}
+
+}  // namespace kernels

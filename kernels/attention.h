@@ -1,0 +1,57 @@
+// kernels/attention.h: causal multi-head self-attention, forward and backward. The layout
+// follows karpathy/llm.c `attention_forward` / `attention_backward` (train_gpt2.c): q, k, v
+// arrive side by side in one buffer, the output has the heads concatenated, and the
+// pre-softmax scores and the softmax are saved for the backward.
+//
+// Sizes: B batch, Tn sequence length (positions), C channels, NH heads, hs = C / NH (the
+// template parameter is not called T because T is the sequence length in llm.c). For each
+// batch row b, head h and query position t:
+//     preatt[t2] = q_t . k_t2 / sqrt(hs)            for t2 <= t  (causal: no peeking ahead)
+//     att[t2]    = softmax(preatt[0..t])[t2]        for t2 <= t, 0 for t2 > t
+//     out_t      = sum_{t2 <= t} att[t2] v_t2       (the head's slice of out)
+// qkv (B, Tn, 3C) = [q | k | v] along the last axis -> out (B, Tn, C), preatt, att
+// (B, NH, Tn, Tn); entries above the diagonal are written as 0 in both.
+// Backward: dout (B, Tn, C) -> dqkv (B, Tn, 3C) ASSIGNED (every element written); dpreatt,
+// datt (B, NH, Tn, Tn) are scratch the backward overwrites.
+// Sizes must be >= 1 and C % NH == 0: the callers check (nn::check_attention_sizes).
+//
+// Versions (code in kernels/attention.cpp):
+//   v1  plain loops per (b, t, h), three passes over the earlier positions: scores q.k,
+//       softmax (std::exp), weighted sum of v; the backward walks them in reverse. The
+//       reference (nn::attention_forward / attention_backward, the naive GPT backend).
+//   v2  one OpenMP thread per (b, h); the head's keys (values, for the backward) are
+//       transposed once into scratch so a row of scores is one broadcast and a few FMAs per
+//       channel (no horizontal sums); softmax with poly_exp over whole registers (the
+//       masked lanes give exp(-inf) = 0); the weighted sums of rows in 4 FMA chains. The
+//       backward computes dq per query row, then dk and dv per key column: each dqkv
+//       element written once, by the thread that owns the head.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/versions.h"
+
+namespace kernels {
+
+using AttentionFn = void (*)(float* out, float* preatt, float* att, const float* qkv, int B, int Tn, int C,
+                             int NH);
+using AttentionBackwardFn = void (*)(float* dqkv, float* dpreatt, float* datt, const float* dout,
+                                     const float* qkv, const float* att, int B, int Tn, int C, int NH);
+
+// F = float (the naive backend) or double (gradient checks).
+template <typename F>
+void attention_forward_v1(F* out, F* preatt, F* att, const F* qkv, int B, int Tn, int C, int NH);
+void attention_forward_v2(float* out, float* preatt, float* att, const float* qkv, int B, int Tn, int C, int NH);
+template <typename F>
+void attention_backward_v1(F* dqkv, F* dpreatt, F* datt, const F* dout, const F* qkv, const F* att, int B, int Tn,
+                           int C, int NH);
+void attention_backward_v2(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int Tn, int C, int NH);
+
+const std::vector<OpVersion<AttentionFn>>& attention_versions();
+const OpVersion<AttentionFn>& attention_version(const std::string& number_or_name);
+const std::vector<OpVersion<AttentionBackwardFn>>& attention_backward_versions();
+const OpVersion<AttentionBackwardFn>& attention_backward_version(const std::string& number_or_name);
+
+}  // namespace kernels
