@@ -307,7 +307,8 @@ TEST_CASE("gpt infer: weight_bytes_per_token and bytes count what they document"
       CHECK(im.bytes() == matrices + 4 * vec_floats + 4 * (V + maxT) * C);
       CHECK(im.head.bytes() == head);
       CHECK(im.qkvw.size() == static_cast<size_t>(L));
-      CHECK((bias ? im.qkvb != nullptr : im.qkvb == nullptr));
+      CHECK((bias ? im.params.qkvb != nullptr : im.params.qkvb == nullptr));
+      CHECK(im.params.qkvw == nullptr);  // the matrices are read packed
       if (f == WeightFormat::f32) CHECK(matrices == 4 * (L * 12 * C * C + V * C));
       if (f == WeightFormat::bf16 || f == WeightFormat::int8 || f == WeightFormat::int4) {
         CHECK(im.weight_bytes_per_token() < prev);  // each format smaller than the last
