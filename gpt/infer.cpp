@@ -267,7 +267,7 @@ const std::vector<float>& Decoder::step(const int32_t* tokens, int B, int n) {
   be.encoder_forward(A.encoded, ids_.data(), M.wte.data(), M.wpe.data() + static_cast<i64>(pos_) * C, B, n, C, V);
   // the L blocks (training's block_forward) and LN_f, with the decode kernels
   DecodeKernels k(M, be, kcache_.data(), vcache_.data(), max_batch_, B, n, pos_);
-  transformer_forward(be, k, c, M.params, A, layout_, A.encoded, Ni, Dropout{}, be.fuses_residual_layernorm());
+  transformer_forward(be, k, c, M.params, A, layout_, A.encoded, Ni, Dropout{}, fuses(be, fusion_));
   // the head (wte, tied; no bias): logits (B, n, V)
   be.matvec_forward(A.logits, A.lnf, M.head.view(), nullptr, Ni);
   logits_.resize(static_cast<size_t>(N * V));

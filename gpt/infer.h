@@ -100,6 +100,9 @@ class Decoder {
   const std::vector<float>& step(const int32_t* tokens, int B, int n);
   // Bytes of the KV cache: 2 L max_batch block_size C floats.
   int64_t kv_cache_bytes() const;
+  // Residual + LayerNorm fused or not (gpt::Fusion; default: as the backend says). The
+  // logits are the same either way (tests/test_gpt_infer.cpp).
+  void set_fusion(Fusion f) { fusion_ = f; }
 
  private:
   const InferenceModel* m_;
@@ -107,6 +110,7 @@ class Decoder {
   int max_batch_ = 1;
   int pos_ = 0;
   ActivationLayout layout_;  // one layer's activations (kActivations), reused by every layer
+  Fusion fusion_ = Fusion::backend;
   Array<float> kcache_, vcache_, acts_;
   Array<int32_t> ids_;
   std::vector<float> logits_;

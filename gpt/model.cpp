@@ -1,10 +1,10 @@
-// gpt/model.cpp: the GPT's memory layout, initialisation, forward, backward and AdamW
-// step (gpt/model.h). Every op goes through gpt::Backend; this file only decides which op
-// runs on which slice of which buffer, in which order.
+// gpt/model.cpp: the GPT's memory layout (read off the tables of gpt/model.h),
+// initialisation, the block, forward, backward, AdamW and the training step. Every op goes
+// through gpt::Backend; this file only decides which op runs on which slice of which
+// buffer, in which order.
 #include "gpt/model.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <string>
 
