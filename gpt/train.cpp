@@ -730,9 +730,12 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
       micro_batches[static_cast<size_t>(micro)] = {bx.data(), by.data(), hash3(o.seed, kDropout, index)};
     }
     step_options.lr = lr;
+    bool dumping = false;  // a dump that fails says so itself, with no advice about --lr
     step_options.after_backward = [&](int micro) {
       if (o.dump_step == step + 1 && micro == 0) {
+        dumping = true;
         write_dump(o.dump_path, model);
+        dumping = false;
         os << "\nwrote activations and gradients of step " << step + 1 << " to " << o.dump_path << "\n";
       }
     };
@@ -740,6 +743,8 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     try {
       r = train_step(model, *be, micro_batches, B, T, step_options);
     } catch (const nn::Error& e) {
+      if (dumping) throw;
+      // a loss or gradient norm that is not finite
       NN_CHECK(false, e.what() << " at step " << step + 1 << ": training stopped. " << last_good.text()
                                << ". Lower --lr, keep --grad-clip on, or check the data");
     }
