@@ -48,6 +48,13 @@ class Backend {
   // backend that does not (cuda: its attention keeps only the probabilities) gets nullptr
   // there, and the model allocates no preatt buffer (L B NH T^2 floats).
   virtual bool keeps_preatt() const { return true; }
+  // Should the model fuse each residual add with the LayerNorm after it
+  // (residual_layernorm_forward) instead of residual_forward then layernorm_forward? A fast
+  // backend whose fused op saves a pass over the residual stream says yes; the reference
+  // (naive) keeps the default no, so its forward runs the diagram's ops in the diagram's
+  // order, LN1 at the start of its own block. The two orders give the same values (the
+  // add is exact; tests/test_gpt.cpp checks forward and gradients).
+  virtual bool fuses_residual_layernorm() const { return false; }
   // nn::Error when a training run at (B, T) of config `c` cannot fit (the cuda backend
   // checks the GPU's free memory and lists what needs how much); host backends: no check.
   virtual void check_capacity(const GPTConfig& c, int B, int T) {

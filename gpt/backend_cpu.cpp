@@ -44,6 +44,9 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
+  // The block's last residual add and the next LayerNorm in one pass (residual_layernorm
+  // v2): the same values as the pair, one read of the stream fewer (gpt/model.h, Fusion).
+  bool fuses_residual_layernorm() const override { return true; }
 
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T,
                        int C, int V) override {

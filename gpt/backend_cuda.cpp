@@ -154,6 +154,8 @@ class CudaBackend final : public Backend {
   std::string precision() const override { return precision_name(precision_); }
   Memory& memory() override { return mem_; }
   bool keeps_preatt() const override { return false; }
+  // residual + LayerNorm as one kernel (gpt/model.h, Fusion)
+  bool fuses_residual_layernorm() const override { return true; }
   void synchronize() override { dev_.synchronize(); }
   kc::Device& device() { return dev_; }
 

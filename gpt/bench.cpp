@@ -46,7 +46,9 @@ double time_train_step(const TrainOptions& o, Backend& b, int iters, int warmup)
   gpt_init_weights(model, o.seed);
   nn::Rng rng(o.seed);
   std::vector<int32_t> x(static_cast<size_t>(B) * T), y(x.size());
-  AdamWConfig acfg;
+  StepOptions so;  // the trainer's step (gpt/model.h): default AdamW, the options' lr and clip
+  so.lr = o.lr;
+  so.grad_clip = o.grad_clip;
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
     for (size_t k = 0; k < x.size(); ++k) {
@@ -54,11 +56,7 @@ double time_train_step(const TrainOptions& o, Backend& b, int iters, int warmup)
       y[k] = static_cast<int32_t>(rng.below(65));
     }
     const auto t0 = std::chrono::steady_clock::now();
-    gpt_zero_grad(model);
-    gpt_forward(model, *be, x.data(), y.data(), B, T, true, static_cast<uint64_t>(i));
-    gpt_backward(model, *be);
-    gpt_clip_grad_norm(model, *be, o.grad_clip);
-    gpt_adamw_step(model, *be, acfg, o.lr);
+    train_step(model, *be, {{x.data(), y.data(), static_cast<uint64_t>(i)}}, B, T, so);
     be->synchronize();  // a GPU runs the last kernels after the host has moved on
     const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) ms.push_back(t);

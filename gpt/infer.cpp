@@ -4,7 +4,6 @@
 #include "gpt/infer.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,39 +27,6 @@ kernels::WeightsView PackedMatrix::view() const {
 int64_t PackedMatrix::bytes() const { return static_cast<int64_t>(kernels::format_bytes(format, rows, cols)); }
 
 namespace {
-
-// The parameters of a model, as pointers into a HOST copy of its flat buffer (the model
-// itself may live on a GPU). Found by slice name, so the layout is gpt/model.cpp's alone.
-ParameterTensors host_params(const GPTData& model, std::vector<float>& host) {
-  host = model.params_memory.to_vector();
-  std::map<std::string, i64> offset;
-  for (const ParamSlice& s : model.slices) offset[s.name] = s.offset;
-  auto find = [&](const std::string& name) -> float* {
-    const auto it = offset.find(name);
-    return it == offset.end() ? nullptr : host.data() + it->second;
-  };
-  ParameterTensors p{};
-  p.wte = find("wte");
-  p.wpe = find("wpe");
-  // per-layer tensors are stacked over L: layer 0's slice starts the stack
-  p.ln1w = find("h.0.ln_1.weight");
-  p.ln1b = find("h.0.ln_1.bias");
-  p.qkvw = find("h.0.attn.c_attn.weight");
-  p.qkvb = find("h.0.attn.c_attn.bias");
-  p.attprojw = find("h.0.attn.c_proj.weight");
-  p.attprojb = find("h.0.attn.c_proj.bias");
-  p.ln2w = find("h.0.ln_2.weight");
-  p.ln2b = find("h.0.ln_2.bias");
-  p.fcw = find("h.0.mlp.c_fc.weight");
-  p.fcb = find("h.0.mlp.c_fc.bias");
-  p.fcprojw = find("h.0.mlp.c_proj.weight");
-  p.fcprojb = find("h.0.mlp.c_proj.bias");
-  p.lnfw = find("ln_f.weight");
-  p.lnfb = find("ln_f.bias");
-  NN_CHECK(p.wte != nullptr && p.wpe != nullptr && p.qkvw != nullptr && p.lnfw != nullptr,
-           "pack_model: the model has no parameters (was it created with gpt_create?)");
-  return p;
-}
 
 void check_packable(kernels::WeightFormat f, int rows, int cols, const char* what) {
   const std::string why = kernels::check_packable(f, rows, cols);
@@ -126,12 +92,26 @@ int64_t InferenceModel::bytes() const {
   return b;
 }
 
+const PackedMatrix& InferenceModel::linear(Linear which, int l) const {
+  const auto ul = static_cast<size_t>(l);
+  switch (which) {
+    case Linear::qkv: return qkvw[ul];
+    case Linear::attproj: return attprojw[ul];
+    case Linear::fc: return fcw[ul];
+    case Linear::fcproj: return fcprojw[ul];
+  }
+  return qkvw[ul];
+}
+
 InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory& memory) {
   const GPTConfig& c = model.config;
   validate(c);
   check_model_packable(c, format);
-  std::vector<float> host;
-  const ParameterTensors P = host_params(model, host);
+  NN_CHECK(static_cast<int64_t>(model.params_memory.size()) == num_parameters(c),
+           "pack_model: the model has no parameters (was it created with gpt_create?)");
+  // a host copy (the model may live on a GPU), read through the layout of kParams
+  std::vector<float> host = model.params_memory.to_vector();
+  const ParameterTensors P = param_tensors(host.data(), c);
   const i64 L = c.n_layer, C = c.n_embd, V = c.vocab_size, maxT = c.block_size;
 
   InferenceModel m;
@@ -141,37 +121,30 @@ InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory
   m.wte.upload(P.wte, m.wte.size());
   m.wpe = Array<float>(memory, static_cast<size_t>(maxT * C));
   m.wpe.upload(P.wpe, m.wpe.size());
+  m.params.wte = m.wte.data();
+  m.params.wpe = m.wpe.data();
 
-  // the vectors, one after another; a bias the model lacks takes no room
-  struct Vec {
-    const float* src;
-    i64 n;
-    const float** dst;
-  };
-  const Vec vecs[] = {{P.ln1w, L * C, &m.ln1w},         {P.ln1b, L * C, &m.ln1b},     {P.qkvb, L * 3 * C, &m.qkvb},
-                      {P.attprojb, L * C, &m.attprojb}, {P.ln2w, L * C, &m.ln2w},     {P.ln2b, L * C, &m.ln2b},
-                      {P.fcb, L * 4 * C, &m.fcb},       {P.fcprojb, L * C, &m.fcprojb}, {P.lnfw, C, &m.lnfw},
-                      {P.lnfb, C, &m.lnfb}};
+  // the vectors (the rank-1 rows of kParams), one after another; a bias the model lacks
+  // takes no room
   i64 total = 0;
-  for (const Vec& v : vecs) total += v.src != nullptr ? v.n : 0;
+  for (const ParamSpec& s : kParams) total += s.shape.rank == 1 ? param_numel(s, c) : 0;
   m.vectors = Array<float>(memory, static_cast<size_t>(total));
   i64 at = 0;
-  for (const Vec& v : vecs) {
-    if (v.src == nullptr) {
-      *v.dst = nullptr;
-      continue;
-    }
-    m.vectors.upload(v.src, static_cast<size_t>(v.n), static_cast<size_t>(at));
-    *v.dst = m.vectors.data() + at;
-    at += v.n;
+  for (const ParamSpec& s : kParams) {
+    const i64 n = param_numel(s, c);
+    if (s.shape.rank != 1 || n == 0) continue;
+    m.vectors.upload(P.*s.field, static_cast<size_t>(n), static_cast<size_t>(at));
+    m.params.*s.field = m.vectors.data() + at;
+    at += n;
   }
 
   const int Ci = c.n_embd;
-  for (i64 l = 0; l < L; ++l) {
-    m.qkvw.push_back(pack_into(P.qkvw + l * 3 * C * C, 3 * Ci, Ci, format, memory));
-    m.attprojw.push_back(pack_into(P.attprojw + l * C * C, Ci, Ci, format, memory));
-    m.fcw.push_back(pack_into(P.fcw + l * 4 * C * C, 4 * Ci, Ci, format, memory));
-    m.fcprojw.push_back(pack_into(P.fcprojw + l * C * 4 * C, Ci, 4 * Ci, format, memory));
+  for (int l = 0; l < L; ++l) {
+    const ParameterTensors p = layer_params(P, c, l);
+    m.qkvw.push_back(pack_into(p.qkvw, 3 * Ci, Ci, format, memory));
+    m.attprojw.push_back(pack_into(p.attprojw, Ci, Ci, format, memory));
+    m.fcw.push_back(pack_into(p.fcw, 4 * Ci, Ci, format, memory));
+    m.fcprojw.push_back(pack_into(p.fcprojw, Ci, 4 * Ci, format, memory));
   }
   m.head = pack_into(P.wte, c.vocab_size, Ci, head_format(format), memory);
   return m;
@@ -181,47 +154,64 @@ GPT dequantized_copy(const GPT& model, kernels::WeightFormat format) {
   const GPTConfig& c = model.config;
   check_model_packable(c, format);
   GPT out = gpt_move_to(model, host_memory());
-  const ParameterTensors& P = out.params;
-  const i64 C = c.n_embd;
   const int Ci = c.n_embd;
-  for (i64 l = 0; l < c.n_layer; ++l) {
-    round_trip(P.qkvw + l * 3 * C * C, 3 * Ci, Ci, format);
-    round_trip(P.attprojw + l * C * C, Ci, Ci, format);
-    round_trip(P.fcw + l * 4 * C * C, 4 * Ci, Ci, format);
-    round_trip(P.fcprojw + l * C * 4 * C, Ci, 4 * Ci, format);
+  for (int l = 0; l < c.n_layer; ++l) {
+    const ParameterTensors p = layer_params(out.params, c, l);
+    round_trip(p.qkvw, 3 * Ci, Ci, format);
+    round_trip(p.attprojw, Ci, Ci, format);
+    round_trip(p.fcw, 4 * Ci, Ci, format);
+    round_trip(p.fcprojw, Ci, 4 * Ci, format);
   }
-  round_trip(P.wte, c.vocab_size, Ci, head_format(format));
+  round_trip(out.params.wte, c.vocab_size, Ci, head_format(format));
   return out;
 }
 
 // ---- the decoder ----------------------------------------------------------------------------------
-// Activations for R = max_batch * block_size rows (a prefill of a whole block), one layer's
-// worth reused layer after layer (nothing is kept for a backward):
-//   x (R,C) the residual stream, r2 (R,C) x + attention branch, ln (R,C), qkv (R,3C),
-//   atty (R,C), proj (R,C) a branch's output, fch (R,4C), fchg (R,4C), logits (R,V),
-//   mean (R), rstd (R).
+// Activations: kActivations at (max_batch, block_size) rows (a prefill of a whole block), one
+// layer's worth reused layer after layer (nothing is kept for a backward), without the
+// attention maps (the decode attention reads the cache), dropout masks, probs and losses.
 namespace {
 
-struct DecoderActs {
-  float *x, *r2, *ln, *qkv, *atty, *proj, *fch, *fchg, *logits, *mean, *rstd;
-};
-
-i64 decoder_act_floats(const GPTConfig& c, int max_batch) {
-  const i64 R = static_cast<i64>(max_batch) * c.block_size, C = c.n_embd, V = c.vocab_size;
-  return R * (16 * C + V + 2);
+ActivationLayout decoder_layout(const GPTConfig& c, int max_batch) {
+  ActivationLayout l;
+  l.B = max_batch;
+  l.T = c.block_size;
+  l.stacked = false;
+  l.preatt = false;
+  l.att = false;
+  l.masks = false;
+  l.loss = false;
+  return l;
 }
 
-DecoderActs point_decoder_acts(float* base, const GPTConfig& c, int max_batch) {
-  const i64 R = static_cast<i64>(max_batch) * c.block_size, C = c.n_embd, V = c.vocab_size;
-  DecoderActs a{};
-  float** ptrs[] = {&a.x, &a.r2, &a.ln, &a.qkv, &a.atty, &a.proj, &a.fch, &a.fchg, &a.logits, &a.mean, &a.rstd};
-  const i64 sizes[] = {R * C, R * C, R * C, R * 3 * C, R * C, R * C, R * 4 * C, R * 4 * C, R * V, R, R};
-  for (size_t i = 0; i < std::size(sizes); ++i) {
-    *ptrs[i] = base;
-    base += sizes[i];
+// The decode step's kernels: matvecs on the packed matrices, attention over the KV cache.
+class DecodeKernels final : public BlockKernels {
+ public:
+  DecodeKernels(const InferenceModel& m, Backend& be, float* kcache, float* vcache, int max_batch, int B, int n,
+                int pos)
+      : m_(m), be_(be), kcache_(kcache), vcache_(vcache), max_batch_(max_batch), B_(B), n_(n), pos_(pos) {}
+  void linear(float* out, const float* inp, const LinearLayer& w, int N) override {
+    be_.matvec_forward(out, inp, m_.linear(w.which, w.layer).view(), w.bias, N);
   }
-  return a;
-}
+  void linear_gelu(float* pre, float* out, const float* inp, const LinearLayer& w, int N) override {
+    linear(pre, inp, w, N);
+    be_.gelu_forward(out, pre, static_cast<i64>(N) * w.out);
+  }
+  void attention(float* out, float* /*preatt*/, float* /*att*/, const float* qkv, int layer) override {
+    const GPTConfig& c = m_.config;
+    // layer l's cache: (max_batch, maxT, C) for k and for v
+    const i64 layer_kv = static_cast<i64>(max_batch_) * c.block_size * c.n_embd;
+    be_.attention_decode(out, kcache_ + layer * layer_kv, vcache_ + layer * layer_kv, qkv, B_, n_, pos_, c.n_embd,
+                         c.n_head, c.block_size);
+  }
+
+ private:
+  const InferenceModel& m_;
+  Backend& be_;
+  float* kcache_;
+  float* vcache_;
+  int max_batch_, B_, n_, pos_;
+};
 
 }  // namespace
 
@@ -237,7 +227,8 @@ Decoder::Decoder(const InferenceModel& m, Backend& be, int max_batch) : m_(&m), 
                     static_cast<size_t>(c.block_size) * static_cast<size_t>(c.n_embd);
   kcache_ = Array<float>(be.memory(), kv);
   vcache_ = Array<float>(be.memory(), kv);
-  acts_ = Array<float>(be.memory(), static_cast<size_t>(decoder_act_floats(c, max_batch)));
+  layout_ = decoder_layout(c, max_batch);
+  acts_ = Array<float>(be.memory(), static_cast<size_t>(activation_floats(c, layout_)));
   ids_ = Array<int32_t>(be.memory(), static_cast<size_t>(max_batch) * static_cast<size_t>(c.block_size));
 }
 
@@ -255,7 +246,7 @@ int64_t Decoder::kv_cache_bytes() const {
 
 const std::vector<float>& Decoder::step(const int32_t* tokens, int B, int n) {
   const GPTConfig& c = m_->config;
-  const int L = c.n_layer, C = c.n_embd, NH = c.n_head, V = c.vocab_size, maxT = c.block_size;
+  const int C = c.n_embd, V = c.vocab_size, maxT = c.block_size;
   NN_CHECK(B >= 1 && B <= max_batch_, "Decoder::step: batch " << B << " outside 1.." << max_batch_
                                                               << " (the Decoder's max_batch)");
   NN_CHECK(n >= 1, "Decoder::step: n = " << n << " tokens; feed at least one");
@@ -267,37 +258,18 @@ const std::vector<float>& Decoder::step(const int32_t* tokens, int B, int n) {
              "Decoder::step: token id " << tokens[i] << " at " << i << " is outside the vocabulary [0, " << V << ")");
   }
   ids_.upload(tokens, static_cast<size_t>(N));
-  const DecoderActs A = point_decoder_acts(acts_.data(), c, max_batch_);
   const InferenceModel& M = *m_;
   Backend& be = *be_;
+  const ActivationTensors A = activation_tensors(acts_.data(), c, layout_);
   const int Ni = static_cast<int>(N);
-  const i64 Cl = C;
-  const i64 layer_kv = static_cast<i64>(max_batch_) * maxT * C;  // one layer's cache (max_batch, maxT, C)
-  auto at = [](const float* p, i64 off) { return p != nullptr ? p + off : nullptr; };
 
   // x (B, n, C) = wte[tok] + wpe[pos + t]: the positions continue where the cache ends
-  be.encoder_forward(A.x, ids_.data(), M.wte.data(), M.wpe.data() + pos_ * Cl, B, n, C, V);
-  be.layernorm_forward(A.ln, A.mean, A.rstd, A.x, M.ln1w, M.ln1b, Ni, C);
-  for (int l = 0; l < L; ++l) {
-    const auto ul = static_cast<size_t>(l);
-    // attention branch: x + proj(attention(LN1(x))), the keys and values of the past from the cache
-    be.matvec_forward(A.qkv, A.ln, M.qkvw[ul].view(), at(M.qkvb, l * 3 * Cl), Ni);
-    be.attention_decode(A.atty, kcache_.data() + l * layer_kv, vcache_.data() + l * layer_kv, A.qkv, B, n, pos_, C, NH,
-                        maxT);
-    be.matvec_forward(A.proj, A.atty, M.attprojw[ul].view(), at(M.attprojb, l * Cl), Ni);
-    be.residual_layernorm_forward(A.r2, A.ln, A.mean, A.rstd, A.x, A.proj, M.ln2w + l * Cl, at(M.ln2b, l * Cl), Ni, C);
-    // MLP branch: x + fcproj(gelu(fc(LN2(x))))
-    be.matvec_forward(A.fch, A.ln, M.fcw[ul].view(), at(M.fcb, l * 4 * Cl), Ni);
-    be.gelu_forward(A.fchg, A.fch, N * 4 * Cl);
-    be.matvec_forward(A.proj, A.fchg, M.fcprojw[ul].view(), at(M.fcprojb, l * Cl), Ni);
-    // the second residual add, fused with the next LayerNorm (the next layer's ln1, or ln_f)
-    const bool last = l + 1 == L;
-    const float* next_w = last ? M.lnfw : M.ln1w + (l + 1) * Cl;
-    const float* next_b = last ? M.lnfb : at(M.ln1b, (l + 1) * Cl);
-    be.residual_layernorm_forward(A.x, A.ln, A.mean, A.rstd, A.r2, A.proj, next_w, next_b, Ni, C);
-  }
+  be.encoder_forward(A.encoded, ids_.data(), M.wte.data(), M.wpe.data() + static_cast<i64>(pos_) * C, B, n, C, V);
+  // the L blocks (training's block_forward) and LN_f, with the decode kernels
+  DecodeKernels k(M, be, kcache_.data(), vcache_.data(), max_batch_, B, n, pos_);
+  transformer_forward(be, k, c, M.params, A, layout_, A.encoded, Ni, Dropout{}, fuses(be, fusion_));
   // the head (wte, tied; no bias): logits (B, n, V)
-  be.matvec_forward(A.logits, A.ln, M.head.view(), nullptr, Ni);
+  be.matvec_forward(A.logits, A.lnf, M.head.view(), nullptr, Ni);
   logits_.resize(static_cast<size_t>(N * V));
   acts_.memory().to_host(logits_.data(), A.logits, logits_.size() * sizeof(float));
   pos_ += n;

@@ -8,9 +8,11 @@
 //   const std::vector<float>& logits = dec.step(prompt.data(), 1, n);   // prefill: (1, n, V)
 //   ... dec.step(&next, 1, 1) ...                // one token: reads every weight once
 //
-// The Decoder calls only gpt::Backend (matvec_forward, attention_decode and the forward ops
-// of training: encoder, layernorm, residual, gelu), so it runs on naive, cpu and cuda alike.
-// Step for step its logits equal gpt_forward's on the whole context (tests/test_gpt_infer.cpp).
+// The Decoder runs the same block as training (gpt::block_forward, gpt/model.h) with its own
+// BlockKernels: a Linear layer is Backend::matvec_forward on the packed matrix, attention
+// is Backend::attention_decode over the KV cache; the rest are the forward ops of training
+// (encoder, layernorm, residual, gelu), so it runs on naive, cpu and cuda alike. Step for
+// step its logits equal gpt_forward's on the whole context (tests/test_gpt_infer.cpp).
 #pragma once
 
 #include <cstdint>
@@ -49,12 +51,15 @@ struct InferenceModel {
   GPTConfig config;
   kernels::WeightFormat format = kernels::WeightFormat::f32;
   Array<float> wte, wpe;  // (V, C), (maxT, C): the lookups
-  Array<float> vectors;   // every LayerNorm weight/bias and Linear bias, fp32
-  // pointers into `vectors` (nullptr for biases the model lacks), per layer stacked over L
-  const float *ln1w = nullptr, *ln1b = nullptr, *qkvb = nullptr, *attprojb = nullptr, *ln2w = nullptr,
-              *ln2b = nullptr, *fcb = nullptr, *fcprojb = nullptr, *lnfw = nullptr, *lnfb = nullptr;
+  Array<float> vectors;   // every vector of kParams (LayerNorm weights and biases, Linear biases), fp32
+  // The fp32 tensors as the block reads them: wte and wpe into the arrays above, the vectors
+  // into `vectors` (per layer stacked over L; nullptr for biases the model lacks). The four
+  // Linear matrices are nullptr here: the decoder reads them packed, below.
+  ParameterTensors params{};
   std::vector<PackedMatrix> qkvw, attprojw, fcw, fcprojw;  // one per layer
   PackedMatrix head;                                        // (V, C)
+  // Layer l's packed matrix of Linear layer `which`.
+  const PackedMatrix& linear(Linear which, int l) const;
   // Bytes one decode step at batch 1 reads from the weights: every packed matrix, the
   // LayerNorm and bias vectors, one row of wte and one of wpe. What the bandwidth law divides.
   int64_t weight_bytes_per_token() const;
@@ -95,12 +100,17 @@ class Decoder {
   const std::vector<float>& step(const int32_t* tokens, int B, int n);
   // Bytes of the KV cache: 2 L max_batch block_size C floats.
   int64_t kv_cache_bytes() const;
+  // Residual + LayerNorm fused or not (gpt::Fusion; default: as the backend says). The
+  // logits are the same either way (tests/test_gpt_infer.cpp).
+  void set_fusion(Fusion f) { fusion_ = f; }
 
  private:
   const InferenceModel* m_;
   Backend* be_;
   int max_batch_ = 1;
   int pos_ = 0;
+  ActivationLayout layout_;  // one layer's activations (kActivations), reused by every layer
+  Fusion fusion_ = Fusion::backend;
   Array<float> kcache_, vcache_, acts_;
   Array<int32_t> ids_;
   std::vector<float> logits_;

@@ -1,10 +1,10 @@
-// gpt/model.cpp: the GPT's memory layout, initialisation, forward, backward and AdamW
-// step (gpt/model.h). Every op goes through gpt::Backend; this file only decides which op
-// runs on which slice of which buffer, in which order.
+// gpt/model.cpp: the GPT's memory layout (read off the tables of gpt/model.h),
+// initialisation, the block, forward, backward, AdamW and the training step. Every op goes
+// through gpt::Backend; this file only decides which op runs on which slice of which
+// buffer, in which order.
 #include "gpt/model.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <string>
 
@@ -17,90 +17,92 @@ namespace {
 
 using i64 = int64_t;
 
-// Element counts of the 16 parameter tensors, in ParameterTensors order.
-std::array<i64, kNumParamTensors> param_sizes(const GPTConfig& c) {
-  const i64 V = c.vocab_size, maxT = c.block_size, L = c.n_layer, C = c.n_embd;
-  const i64 b = c.bias ? 1 : 0;  // bias tensors are empty without biases
-  return {V * C,     maxT * C, L * C,         b * L * C,     L * 3 * C * C, b * L * 3 * C, L * C * C, b * L * C,
-          L * C,     b * L * C, L * 4 * C * C, b * L * 4 * C, L * C * 4 * C, b * L * C,     C,         b * C};
-}
-
-// p + offset, or nullptr for an absent (bias) tensor
+// p + offset, or nullptr for an absent tensor
 inline float* at(float* p, i64 offset) { return p != nullptr ? p + offset : nullptr; }
-inline const float* at(const float* p, i64 offset) { return p != nullptr ? p + offset : nullptr; }
 
-// Points the 16 members of ParameterTensors into `base`, in order.
-ParameterTensors point_params(float* base, const GPTConfig& c) {
-  ParameterTensors p{};
-  float** ptrs[kNumParamTensors] = {&p.wte,  &p.wpe,      &p.ln1w,     &p.ln1b, &p.qkvw, &p.qkvb,
-                                    &p.attprojw, &p.attprojb, &p.ln2w, &p.ln2b, &p.fcw,  &p.fcb,
-                                    &p.fcprojw,  &p.fcprojb,  &p.lnfw, &p.lnfb};
-  const auto sizes = param_sizes(c);
-  for (int i = 0; i < kNumParamTensors; ++i) {
-    const i64 n = sizes[static_cast<size_t>(i)];
-    *ptrs[i] = n > 0 ? base : nullptr;
-    base += n;
+i64 dim_value(Dim d, const GPTConfig& c, int B, int T) {
+  i64 v = 0;
+  switch (d.sym) {
+    case Sym::V: v = c.vocab_size; break;
+    case Sym::maxT: v = c.block_size; break;
+    case Sym::C: v = c.n_embd; break;
+    case Sym::B: v = B; break;
+    case Sym::T: v = T; break;
+    case Sym::NH: v = c.n_head; break;
   }
-  return p;
+  return d.mult * v;
 }
 
-// Does tensor kind i (ParameterTensors order) take weight decay? Matrices and embeddings.
-constexpr std::array<bool, kNumParamTensors> kDecay = {true,  true,  false, false, true,  false,
-                                                       true,  false, false, false, true,  false,
-                                                       true,  false, false, false};
+// ---- parameters, from kParams ----
 
-// Activation element counts at (B, T), in ActivationTensors order (the three masks last,
-// zero when there is no dropout).
-constexpr int kNumActTensors = 26;
-std::array<i64, kNumActTensors> act_sizes(const GPTConfig& c, int B, int T, bool masks, bool preatt) {
-  const i64 N = static_cast<i64>(B) * T, L = c.n_layer, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  const i64 TT = static_cast<i64>(B) * NH * T * T;
-  return {N * C,     L * N * C, L * N,     L * N,     L * N * 3 * C, L * N * C, preatt ? L * TT : 0,
-          L * TT,    L * N * C, L * N * C, L * N * C, L * N,         L * N,     L * N * 4 * C,
-          L * N * 4 * C, L * N * C, L * N * C, N * C, N,             N,         N * V,
-          N * V,     N,         masks ? N * C : 0, masks ? L * N * C : 0, masks ? L * N * C : 0};
-}
+bool present(const ParamSpec& s, const GPTConfig& c) { return !s.bias || c.bias; }
 
-ActivationTensors point_acts(float* base, const GPTConfig& c, int B, int T, bool masks, bool preatt) {
-  ActivationTensors a{};
-  float** ptrs[kNumActTensors] = {
-      &a.encoded,  &a.ln1,      &a.ln1_mean, &a.ln1_rstd, &a.qkv,      &a.atty,     &a.preatt,
-      &a.att,      &a.attproj,  &a.residual2, &a.ln2,     &a.ln2_mean, &a.ln2_rstd, &a.fch,
-      &a.fch_gelu, &a.fcproj,   &a.residual3, &a.lnf,     &a.lnf_mean, &a.lnf_rstd, &a.logits,
-      &a.probs,    &a.losses,   &a.encoded_mask, &a.attproj_mask, &a.fcproj_mask};
-  const auto sizes = act_sizes(c, B, T, masks, preatt);
-  for (int i = 0; i < kNumActTensors; ++i) {
-    const i64 n = sizes[static_cast<size_t>(i)];
-    *ptrs[i] = n > 0 ? base : nullptr;
-    base += n;
+// ---- activations and scratch, from kActivations / kScratch ----
+
+template <class Tensors>
+bool held(const TensorSpec<Tensors>& s, const ActivationLayout& l) {
+  switch (s.held) {
+    case Held::always: return true;
+    case Held::preatt: return l.preatt;
+    case Held::att: return l.att;
+    case Held::masks: return l.masks;
+    case Held::loss: return l.loss;
   }
-  return a;
+  return false;
 }
 
-constexpr int kNumScratchTensors = 10;
-std::array<i64, kNumScratchTensors> scratch_sizes(const GPTConfig& c, int B, int T) {
-  const i64 N = static_cast<i64>(B) * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  const i64 TT = static_cast<i64>(B) * NH * T * T;
-  return {N * C, N * C, N * C, N * C, N * 3 * C, TT, TT, N * 4 * C, N * 4 * C, N * V};
+// Elements of one layer's slice of a row (0 when the layout does not hold it).
+template <class Tensors>
+i64 slice_numel(const TensorSpec<Tensors>& s, const GPTConfig& c, const ActivationLayout& l) {
+  return held(s, l) ? numel_of(s.shape, c, l.B, l.T) : 0;
 }
 
-BackwardScratch point_scratch(float* base, const GPTConfig& c, int B, int T) {
-  BackwardScratch s{};
-  float** ptrs[kNumScratchTensors] = {&s.dresidual, &s.dbranch, &s.dln,      &s.datty, &s.dqkv,
-                                      &s.dpreatt,   &s.datt,    &s.dfch_gelu, &s.dfch, &s.dlogits};
-  const auto sizes = scratch_sizes(c, B, T);
-  for (int i = 0; i < kNumScratchTensors; ++i) {
-    *ptrs[i] = base;
-    base += sizes[static_cast<size_t>(i)];
-  }
-  return s;
+// Elements of a whole row: its L slices when stacked per layer.
+template <class Tensors>
+i64 row_numel(const TensorSpec<Tensors>& s, const GPTConfig& c, const ActivationLayout& l) {
+  return slice_numel(s, c, l) * (s.per_layer && l.stacked ? c.n_layer : 1);
 }
 
-template <size_t K>
-i64 total(const std::array<i64, K>& sizes) {
+template <class Tensors, size_t K>
+i64 total_floats(const TensorSpec<Tensors> (&rows)[K], const GPTConfig& c, const ActivationLayout& l) {
   i64 n = 0;
-  for (i64 s : sizes) n += s;
+  for (const auto& s : rows) n += row_numel(s, c, l);
   return n;
+}
+
+// The pointers of a table's struct, rows one after another from `base`; nullptr for a row
+// the layout does not hold.
+template <class Tensors, size_t K>
+Tensors point_rows(const TensorSpec<Tensors> (&rows)[K], float* base, const GPTConfig& c, const ActivationLayout& l) {
+  Tensors t{};
+  for (const auto& s : rows) {
+    const i64 n = row_numel(s, c, l);
+    t.*s.field = n > 0 ? base : nullptr;
+    base += n;
+  }
+  return t;
+}
+
+// The scratch is one layer's worth at (B, T), every row held.
+ActivationLayout scratch_layout(int B, int T) {
+  ActivationLayout l;
+  l.B = B;
+  l.T = T;
+  l.stacked = false;
+  return l;
+}
+
+// What a training model's activations hold at (B, T).
+ActivationLayout training_layout(int B, int T, bool masks, bool preatt) {
+  ActivationLayout l;
+  l.B = B;
+  l.T = T;
+  l.stacked = true;
+  l.preatt = preatt;
+  l.att = true;
+  l.masks = masks;
+  l.loss = true;
+  return l;
 }
 
 // The seed of dropout site `site` (0: embedding, 1 + 2l: layer l's attention branch,
@@ -120,15 +122,93 @@ void ensure_activations(GPT& m, int B, int T, bool masks, bool preatt) {
   Memory& mem = gpt_memory(m);
   m.acts_memory = Array<float>();  // free the old ones first: on a GPU both may not fit
   m.scratch_memory = Array<float>();
-  m.acts_memory = Array<float>(mem, static_cast<size_t>(total(act_sizes(m.config, Ba, Ta, want_masks, preatt))));
-  m.scratch_memory = Array<float>(mem, static_cast<size_t>(total(scratch_sizes(m.config, Ba, Ta))));
+  m.acts_memory = Array<float>(mem, static_cast<size_t>(activation_floats(m.config, training_layout(Ba, Ta, want_masks, preatt))));
+  m.scratch_memory = Array<float>(mem, static_cast<size_t>(total_floats(kScratch, m.config, scratch_layout(Ba, Ta))));
   m.B_alloc = Ba;
   m.T_alloc = Ta;
   m.masks_alloc = want_masks;
   m.preatt_alloc = preatt;
 }
 
+// Points the model's activations and scratch at its current (B, T).
+void point_activations(GPT& m) {
+  m.acts = activation_tensors(m.acts_memory.data(), m.config, training_layout(m.B, m.T, m.masks_alloc, m.preatt_alloc));
+  m.scratch = point_rows(kScratch, m.scratch_memory.data(), m.config, scratch_layout(m.B, m.T));
+}
+
 }  // namespace
+
+// ---- the tables' derived quantities -----------------------------------------------------------
+
+std::vector<int64_t> shape_of(const Shape& s, const GPTConfig& c, int B, int T) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < s.rank; ++i) out.push_back(dim_value(s.d[i], c, B, T));
+  return out;
+}
+
+int64_t numel_of(const Shape& s, const GPTConfig& c, int B, int T) {
+  i64 n = 1;
+  for (int i = 0; i < s.rank; ++i) n *= dim_value(s.d[i], c, B, T);
+  return n;
+}
+
+std::string letters_of(const Shape& s) {
+  std::string out = "(";
+  for (int i = 0; i < s.rank; ++i) {
+    if (i > 0) out += ", ";
+    if (s.d[i].mult != 1) out += std::to_string(s.d[i].mult);
+    switch (s.d[i].sym) {
+      case Sym::V: out += "V"; break;
+      case Sym::maxT: out += "maxT"; break;
+      case Sym::C: out += "C"; break;
+      case Sym::B: out += "B"; break;
+      case Sym::T: out += "T"; break;
+      case Sym::NH: out += "NH"; break;
+    }
+  }
+  return out + ")";
+}
+
+int64_t param_numel(const ParamSpec& s, const GPTConfig& c) {
+  if (!present(s, c)) return 0;
+  return numel_of(s.shape, c) * (s.per_layer ? c.n_layer : 1);
+}
+
+ParameterTensors param_tensors(float* flat, const GPTConfig& c) {
+  ParameterTensors p{};
+  for (const ParamSpec& s : kParams) {
+    const i64 n = param_numel(s, c);
+    p.*s.field = n > 0 ? flat : nullptr;
+    flat += n;
+  }
+  return p;
+}
+
+ParameterTensors layer_params(const ParameterTensors& p, const GPTConfig& c, int l) {
+  ParameterTensors out = p;
+  for (const ParamSpec& s : kParams) {
+    if (s.per_layer) out.*s.field = at(p.*s.field, l * numel_of(s.shape, c));
+  }
+  return out;
+}
+
+int64_t activation_floats(const GPTConfig& c, const ActivationLayout& layout) {
+  return total_floats(kActivations, c, layout);
+}
+
+ActivationTensors activation_tensors(float* base, const GPTConfig& c, const ActivationLayout& layout) {
+  return point_rows(kActivations, base, c, layout);
+}
+
+ActivationTensors layer_activations(const ActivationTensors& a, const GPTConfig& c, const ActivationLayout& layout,
+                                    int l) {
+  ActivationTensors out = a;
+  if (!layout.stacked) return out;  // one slice, reused by every layer
+  for (const auto& s : kActivations) {
+    if (s.per_layer) out.*s.field = at(a.*s.field, l * slice_numel(s, c, layout));
+  }
+  return out;
+}
 
 void validate(const GPTConfig& c) {
   NN_CHECK(c.vocab_size >= 1 && c.block_size >= 1 && c.n_layer >= 1 && c.n_head >= 1 && c.n_embd >= 1,
@@ -142,43 +222,43 @@ void validate(const GPTConfig& c) {
 
 std::vector<ParamSlice> param_slices(const GPTConfig& c) {
   validate(c);
-  const auto sizes = param_sizes(c);
-  std::array<i64, kNumParamTensors> offsets{};
-  for (int i = 1; i < kNumParamTensors; ++i) {
-    offsets[static_cast<size_t>(i)] = offsets[static_cast<size_t>(i - 1)] + sizes[static_cast<size_t>(i - 1)];
+  // each row's offset in the flat buffer (the rows one after another, as param_tensors)
+  std::vector<i64> offset;
+  i64 o = 0;
+  for (const ParamSpec& s : kParams) {
+    offset.push_back(o);
+    o += param_numel(s, c);
   }
-  const i64 V = c.vocab_size, maxT = c.block_size, L = c.n_layer, C = c.n_embd;
   std::vector<ParamSlice> out;
-  auto add = [&](const std::string& name, int kind, std::vector<i64> shape, i64 index) {
-    if (sizes[static_cast<size_t>(kind)] == 0) return;  // an absent bias
-    i64 numel = 1;
-    for (i64 d : shape) numel *= d;
-    out.push_back({name, std::move(shape), offsets[static_cast<size_t>(kind)] + index * numel, numel,
-                   kDecay[static_cast<size_t>(kind)]});
+  auto add = [&](size_t row, int l) {
+    const ParamSpec& s = kParams[row];
+    if (!present(s, c)) return;  // an absent bias
+    const std::string name = l >= 0 ? "h." + std::to_string(l) + "." + s.name : std::string(s.name);
+    const i64 numel = numel_of(s.shape, c);
+    out.push_back({name, shape_of(s.shape, c), offset[row] + std::max(l, 0) * numel, numel, s.decay, &s, l});
   };
-  add("wte", 0, {V, C}, 0);
-  add("wpe", 1, {maxT, C}, 0);
-  for (i64 l = 0; l < L; ++l) {
-    const std::string h = "h." + std::to_string(l) + ".";
-    add(h + "ln_1.weight", 2, {C}, l);
-    add(h + "ln_1.bias", 3, {C}, l);
-    add(h + "attn.c_attn.weight", 4, {3 * C, C}, l);
-    add(h + "attn.c_attn.bias", 5, {3 * C}, l);
-    add(h + "attn.c_proj.weight", 6, {C, C}, l);
-    add(h + "attn.c_proj.bias", 7, {C}, l);
-    add(h + "ln_2.weight", 8, {C}, l);
-    add(h + "ln_2.bias", 9, {C}, l);
-    add(h + "mlp.c_fc.weight", 10, {4 * C, C}, l);
-    add(h + "mlp.c_fc.bias", 11, {4 * C}, l);
-    add(h + "mlp.c_proj.weight", 12, {C, 4 * C}, l);
-    add(h + "mlp.c_proj.bias", 13, {C}, l);
+  // the rows before the per-layer ones, then layer by layer, then the rest
+  const size_t K = std::size(kParams);
+  size_t first = 0;
+  while (first < K && !kParams[first].per_layer) ++first;
+  size_t last = first;
+  while (last < K && kParams[last].per_layer) ++last;
+  for (size_t r = 0; r < first; ++r) add(r, -1);
+  for (int l = 0; l < c.n_layer; ++l) {
+    for (size_t r = first; r < last; ++r) add(r, l);
   }
-  add("ln_f.weight", 14, {C}, 0);
-  add("ln_f.bias", 15, {C}, 0);
+  for (size_t r = last; r < K; ++r) {
+    NN_CHECK(!kParams[r].per_layer, "kParams: the per-layer rows must be one run (row " << r << ")");
+    add(r, -1);
+  }
   return out;
 }
 
-int64_t num_parameters(const GPTConfig& c) { return total(param_sizes(c)); }
+int64_t num_parameters(const GPTConfig& c) {
+  i64 n = 0;
+  for (const ParamSpec& s : kParams) n += param_numel(s, c);
+  return n;
+}
 
 int64_t num_parameters_non_embedding(const GPTConfig& c) {
   return num_parameters(c) - static_cast<i64>(c.block_size) * c.n_embd;
@@ -195,8 +275,8 @@ GPT gpt_create(const GPTConfig& config, Memory& memory) {
   m.grads_memory = Array<float>(memory, n);
   m.m_memory = Array<float>(memory, n);
   m.v_memory = Array<float>(memory, n);
-  m.params = point_params(m.params_memory.data(), config);
-  m.grads = point_params(m.grads_memory.data(), config);
+  m.params = param_tensors(m.params_memory.data(), config);
+  m.grads = param_tensors(m.grads_memory.data(), config);
   return m;
 }
 
@@ -223,13 +303,10 @@ GPT gpt_move_to(const GPT& model, Memory& memory) {
 
 void GPT::repoint() {
   if (!params_memory.empty()) {
-    params = point_params(params_memory.data(), config);
-    grads = point_params(grads_memory.data(), config);
+    params = param_tensors(params_memory.data(), config);
+    grads = param_tensors(grads_memory.data(), config);
   }
-  if (!acts_memory.empty() && B > 0) {
-    acts = point_acts(acts_memory.data(), config, B, T, masks_alloc, preatt_alloc);
-    scratch = point_scratch(scratch_memory.data(), config, B, T);
-  }
+  if (!acts_memory.empty() && B > 0) point_activations(*this);
 }
 
 void gpt_init_weights(GPT& model, uint64_t seed) {
@@ -239,16 +316,15 @@ void gpt_init_weights(GPT& model, uint64_t seed) {
   std::vector<float> host(static_cast<size_t>(model.num_params));
   for (const ParamSlice& s : model.slices) {
     float* p = host.data() + s.offset;
-    const bool is_norm = s.name.find("ln_") != std::string::npos;
-    const bool is_bias = s.name.size() >= 5 && s.name.compare(s.name.size() - 5, 5, ".bias") == 0;
-    if (is_norm) {
-      std::fill(p, p + s.numel, is_bias ? 0.0f : 1.0f);
-    } else if (is_bias) {
-      std::fill(p, p + s.numel, 0.0f);
-    } else {
-      const bool residual_proj = s.name.find("c_proj.weight") != std::string::npos;
-      const float stddev = residual_proj ? std_residual : 0.02f;
-      for (i64 i = 0; i < s.numel; ++i) p[i] = rng.normal(0.0f, stddev);
+    switch (s.spec->init) {
+      case Init::ones: std::fill(p, p + s.numel, 1.0f); break;
+      case Init::zeros: std::fill(p, p + s.numel, 0.0f); break;
+      case Init::normal:
+      case Init::normal_residual: {
+        const float stddev = s.spec->init == Init::normal_residual ? std_residual : 0.02f;
+        for (i64 i = 0; i < s.numel; ++i) p[i] = rng.normal(0.0f, stddev);
+        break;
+      }
     }
   }
   model.params_memory.upload(host.data(), host.size());
@@ -257,8 +333,90 @@ void gpt_init_weights(GPT& model, uint64_t seed) {
   model.adam_t = 0;
 }
 
+// ---- the block ---------------------------------------------------------------------------------
+
+bool fuses(const Backend& be, Fusion f) {
+  return f == Fusion::backend ? be.fuses_residual_layernorm() : f == Fusion::fused;
+}
+
+void block_forward(Backend& be, BlockKernels& k, int l, const ParameterTensors& p, const ActivationTensors& a,
+                   const float* x, int N, int C, const Dropout& drop, bool fuse, bool ln1_ready, const NextNorm* next) {
+  const i64 NC = static_cast<i64>(N) * C;
+
+  // attention branch: residual2 = x + proj(attention(LN1(x)))
+  if (!ln1_ready) be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1w, p.ln1b, N, C);
+  k.linear(a.qkv, a.ln1, {Linear::qkv, l, p.qkvw, p.qkvb, C, 3 * C}, N);
+  k.attention(a.atty, a.preatt, a.att, a.qkv, l);
+  k.linear(a.attproj, a.atty, {Linear::attproj, l, p.attprojw, p.attprojb, C, C}, N);
+  if (drop.p > 0.0f) be.dropout_forward(a.attproj, a.attproj_mask, a.attproj, NC, drop.p, site_seed(drop.seed, 1 + 2 * l));
+  if (fuse) {
+    be.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, x, a.attproj, p.ln2w, p.ln2b, N, C);
+  } else {
+    be.residual_forward(a.residual2, x, a.attproj, NC);
+    be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, N, C);
+  }
+
+  // MLP branch: residual3 = residual2 + fcproj(gelu(fc(LN2(residual2))))
+  k.linear_gelu(a.fch, a.fch_gelu, a.ln2, {Linear::fc, l, p.fcw, p.fcb, C, 4 * C}, N);
+  k.linear(a.fcproj, a.fch_gelu, {Linear::fcproj, l, p.fcprojw, p.fcprojb, 4 * C, C}, N);
+  if (drop.p > 0.0f) be.dropout_forward(a.fcproj, a.fcproj_mask, a.fcproj, NC, drop.p, site_seed(drop.seed, 2 + 2 * l));
+  if (next != nullptr) {
+    // fused: the LayerNorm that follows (the next block's LN1, or LN_f) in the same pass
+    be.residual_layernorm_forward(a.residual3, next->out, next->mean, next->rstd, a.residual2, a.fcproj, next->weight,
+                                  next->bias, N, C);
+  } else {
+    be.residual_forward(a.residual3, a.residual2, a.fcproj, NC);
+  }
+}
+
+void transformer_forward(Backend& be, BlockKernels& k, const GPTConfig& c, const ParameterTensors& P,
+                         const ActivationTensors& A, const ActivationLayout& layout, const float* x, int N,
+                         const Dropout& drop, bool fuse) {
+  const int L = c.n_layer, C = c.n_embd;
+  const float* in = x;  // the residual stream entering block l
+  for (int l = 0; l < L; ++l) {
+    const ActivationTensors a = layer_activations(A, c, layout, l);
+    const ParameterTensors p = layer_params(P, c, l);
+    NextNorm next{A.lnf, A.lnf_mean, A.lnf_rstd, P.lnfw, P.lnfb};  // after the last block: LN_f
+    if (l + 1 < L) {
+      const ActivationTensors an = layer_activations(A, c, layout, l + 1);
+      const ParameterTensors pn = layer_params(P, c, l + 1);
+      next = {an.ln1, an.ln1_mean, an.ln1_rstd, pn.ln1w, pn.ln1b};
+    }
+    // fused, block l > 0 finds its LN1 computed by block l - 1's last residual add
+    block_forward(be, k, l, p, a, in, N, C, drop, fuse, /*ln1_ready=*/fuse && l > 0, fuse ? &next : nullptr);
+    in = a.residual3;
+  }
+  if (!fuse) be.layernorm_forward(A.lnf, A.lnf_mean, A.lnf_rstd, in, P.lnfw, P.lnfb, N, C);
+}
+
+namespace {
+
+// The training forward's kernels: fp32 matmuls on the model's weights, full causal attention.
+class TrainingKernels final : public BlockKernels {
+ public:
+  TrainingKernels(Backend& be, int B, int T, int C, int NH) : be_(be), B_(B), T_(T), C_(C), NH_(NH) {}
+  void linear(float* out, const float* inp, const LinearLayer& w, int N) override {
+    be_.matmul_forward(out, inp, w.weight, w.bias, N, w.in, w.out);
+  }
+  void linear_gelu(float* pre, float* out, const float* inp, const LinearLayer& w, int N) override {
+    be_.matmul_gelu_forward(pre, out, inp, w.weight, w.bias, N, w.in, w.out);
+  }
+  void attention(float* out, float* preatt, float* att, const float* qkv, int /*layer*/) override {
+    be_.attention_forward(out, preatt, att, qkv, B_, T_, C_, NH_);
+  }
+
+ private:
+  Backend& be_;
+  int B_, T_, C_, NH_;
+};
+
+}  // namespace
+
+// ---- forward and backward ------------------------------------------------------------------------
+
 void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* targets, int B, int T,
-                 bool train, uint64_t dropout_seed) {
+                 bool train, uint64_t dropout_seed, Fusion fusion) {
   const GPTConfig& cfg = model.config;
   NN_CHECK(B >= 1 && T >= 1, "GPT forward: B=" << B << " T=" << T << " must be >= 1");
   NN_CHECK(T <= cfg.block_size, "GPT forward: sequence length " << T << " exceeds the model's block_size "
@@ -270,10 +428,9 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   const float p = train ? cfg.dropout : 0.0f;
   const bool drop = p > 0.0f;
   ensure_activations(model, B, T, drop, be.keeps_preatt());
-  model.acts = point_acts(model.acts_memory.data(), cfg, B, T, model.masks_alloc, model.preatt_alloc);
-  model.scratch = point_scratch(model.scratch_memory.data(), cfg, B, T);
   model.B = B;
   model.T = T;
+  point_activations(model);
   model.train_mode = train;
   const i64 N = static_cast<i64>(B) * T;
   const int V0 = cfg.vocab_size;
@@ -295,61 +452,18 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   const int32_t* d_inputs = model.tokens_memory.data();
   const int32_t* d_targets = model.tokens_memory.data() + N;
 
-  const int L = cfg.n_layer, C = cfg.n_embd, NH = cfg.n_head, V = cfg.vocab_size;
+  const int C = cfg.n_embd, NH = cfg.n_head, V = cfg.vocab_size;
   const int Ni = static_cast<int>(N);
-  const i64 NC = N * C, TT = static_cast<i64>(B) * NH * T * T;
   const ParameterTensors& P = model.params;
   const ActivationTensors& A = model.acts;
 
+  // embeddings: x = wte[tok] + wpe[t]
   be.encoder_forward(A.encoded, d_inputs, P.wte, P.wpe, B, T, C, V);
-  if (drop) be.dropout_forward(A.encoded, A.encoded_mask, A.encoded, NC, p, site_seed(dropout_seed, 0));
-  // ln1 of layer 0 has no residual add before it; later ones are fused with the previous
-  // layer's second residual add (residual_layernorm_forward below).
-  be.layernorm_forward(A.ln1, A.ln1_mean, A.ln1_rstd, A.encoded, P.ln1w, P.ln1b, Ni, C);
-
-  for (int l = 0; l < L; ++l) {
-    const float* residual = l == 0 ? A.encoded : A.residual3 + (l - 1) * NC;
-    float* ln1 = A.ln1 + l * NC;
-    float* qkv = A.qkv + l * 3 * NC;
-    float* atty = A.atty + l * NC;
-    float* preatt = at(A.preatt, l * TT);  // nullptr on a backend that keeps none
-    float* att = A.att + l * TT;
-    float* attproj = A.attproj + l * NC;
-    float* residual2 = A.residual2 + l * NC;
-    float* ln2 = A.ln2 + l * NC;
-    float* fch = A.fch + l * 4 * NC;
-    float* fch_gelu = A.fch_gelu + l * 4 * NC;
-    float* fcproj = A.fcproj + l * NC;
-    float* residual3 = A.residual3 + l * NC;
-
-    // attention branch: x + proj(attention(LN1(x)))
-    be.matmul_forward(qkv, ln1, P.qkvw + static_cast<i64>(l) * 3 * C * C, at(P.qkvb, static_cast<i64>(l) * 3 * C),
-                      Ni, C, 3 * C);
-    be.attention_forward(atty, preatt, att, qkv, B, T, C, NH);
-    be.matmul_forward(attproj, atty, P.attprojw + static_cast<i64>(l) * C * C, at(P.attprojb, static_cast<i64>(l) * C),
-                      Ni, C, C);
-    if (drop) be.dropout_forward(attproj, A.attproj_mask + l * NC, attproj, NC, p, site_seed(dropout_seed, 1 + 2 * l));
-    be.residual_layernorm_forward(residual2, ln2, A.ln2_mean + l * N, A.ln2_rstd + l * N, residual, attproj,
-                                  P.ln2w + static_cast<i64>(l) * C, at(P.ln2b, static_cast<i64>(l) * C), Ni, C);
-
-    // MLP branch: x + fcproj(gelu(fc(LN2(x))))
-    be.matmul_gelu_forward(fch, fch_gelu, ln2, P.fcw + static_cast<i64>(l) * 4 * C * C,
-                           at(P.fcb, static_cast<i64>(l) * 4 * C), Ni, C, 4 * C);
-    be.matmul_forward(fcproj, fch_gelu, P.fcprojw + static_cast<i64>(l) * C * 4 * C,
-                      at(P.fcprojb, static_cast<i64>(l) * C), Ni, 4 * C, C);
-    if (drop) be.dropout_forward(fcproj, A.fcproj_mask + l * NC, fcproj, NC, p, site_seed(dropout_seed, 2 + 2 * l));
-
-    // the second residual add, fused with the next LayerNorm (the next layer's ln1, or ln_f)
-    const bool last = l + 1 == L;
-    float* next_ln = last ? A.lnf : A.ln1 + (l + 1) * NC;
-    float* next_mean = last ? A.lnf_mean : A.ln1_mean + (l + 1) * N;
-    float* next_rstd = last ? A.lnf_rstd : A.ln1_rstd + (l + 1) * N;
-    const float* next_w = last ? P.lnfw : P.ln1w + static_cast<i64>(l + 1) * C;
-    const float* next_b = last ? P.lnfb : at(P.ln1b, static_cast<i64>(l + 1) * C);
-    be.residual_layernorm_forward(residual3, next_ln, next_mean, next_rstd, residual2, fcproj, next_w, next_b,
-                                  Ni, C);
-  }
-
+  if (drop) be.dropout_forward(A.encoded, A.encoded_mask, A.encoded, N * C, p, site_seed(dropout_seed, 0));
+  // the L blocks and LN_f
+  TrainingKernels k(be, B, T, C, NH);
+  transformer_forward(be, k, cfg, P, A, training_layout(B, T, model.masks_alloc, model.preatt_alloc), A.encoded, Ni,
+                      {p, dropout_seed}, fuses(be, fusion));
   // the tied head: logits = lnf wte^T (no bias)
   be.matmul_forward(A.logits, A.lnf, P.wte, nullptr, Ni, C, V);
   model.mean_loss = -1.0f;
@@ -364,9 +478,10 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
   NN_CHECK(model.have_targets && model.B > 0, "GPT backward: the last forward had no targets (no loss to differentiate)");
   const GPTConfig& cfg = model.config;
   const int B = model.B, T = model.T, L = cfg.n_layer, C = cfg.n_embd, NH = cfg.n_head, V = cfg.vocab_size;
-  const i64 N = static_cast<i64>(B) * T, NC = N * C, TT = static_cast<i64>(B) * NH * T * T;
+  const i64 N = static_cast<i64>(B) * T, NC = N * C;
   const int Ni = static_cast<int>(N);
   const bool drop = model.train_mode && cfg.dropout > 0.0f;
+  const ActivationLayout layout = training_layout(B, T, model.masks_alloc, model.preatt_alloc);
   const ParameterTensors& P = model.params;
   const ParameterTensors& G = model.grads;
   const ActivationTensors& A = model.acts;
@@ -379,42 +494,39 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
   be.matmul_backward(S.dln, G.wte, nullptr, S.dlogits, A.lnf, P.wte, Ni, C, V);
   // dresidual: dL/d(residual stream), built up from zero as the layers are walked backwards
   gpt_memory(model).zero(S.dresidual, static_cast<size_t>(NC) * sizeof(float));
-  be.layernorm_backward(S.dresidual, G.lnfw, G.lnfb, S.dln, A.residual3 + (L - 1) * NC, P.lnfw, A.lnf_mean,
-                        A.lnf_rstd, Ni, C);
+  be.layernorm_backward(S.dresidual, G.lnfw, G.lnfb, S.dln, layer_activations(A, cfg, layout, L - 1).residual3, P.lnfw,
+                        A.lnf_mean, A.lnf_rstd, Ni, C);
 
   for (int l = L - 1; l >= 0; --l) {
-    const float* residual = l == 0 ? A.encoded : A.residual3 + (l - 1) * NC;
-    const i64 lC = static_cast<i64>(l) * C;
+    // layer l's parameters, their gradients and activations; x its input
+    const ParameterTensors p = layer_params(P, cfg, l);
+    const ParameterTensors g = layer_params(G, cfg, l);
+    const ActivationTensors a = layer_activations(A, cfg, layout, l);
+    const float* x = l == 0 ? A.encoded : layer_activations(A, cfg, layout, l - 1).residual3;
 
     // MLP branch: its output gradient is the stream's gradient (through the dropout mask)
     const float* dbranch = S.dresidual;
     if (drop) {
-      be.dropout_backward(S.dbranch, S.dresidual, A.fcproj_mask + l * NC, NC);
+      be.dropout_backward(S.dbranch, S.dresidual, a.fcproj_mask, NC);
       dbranch = S.dbranch;
     }
-    be.matmul_backward(S.dfch_gelu, G.fcprojw + lC * 4 * C, at(G.fcprojb, lC), dbranch, A.fch_gelu + l * 4 * NC,
-                       P.fcprojw + lC * 4 * C, Ni, 4 * C, C);
-    be.gelu_backward(S.dfch, S.dfch_gelu, A.fch + l * 4 * NC, 4 * NC);
-    be.matmul_backward(S.dln, G.fcw + lC * 4 * C, at(G.fcb, 4 * lC), S.dfch, A.ln2 + l * NC, P.fcw + lC * 4 * C, Ni,
-                       C, 4 * C);
+    be.matmul_backward(S.dfch_gelu, g.fcprojw, g.fcprojb, dbranch, a.fch_gelu, p.fcprojw, Ni, 4 * C, C);
+    be.gelu_backward(S.dfch, S.dfch_gelu, a.fch, 4 * NC);
+    be.matmul_backward(S.dln, g.fcw, g.fcb, S.dfch, a.ln2, p.fcw, Ni, C, 4 * C);
     // += : dresidual becomes dL/d(residual2), the stream plus the path through LN2
-    be.layernorm_backward(S.dresidual, G.ln2w + lC, at(G.ln2b, lC), S.dln, A.residual2 + l * NC, P.ln2w + lC,
-                          A.ln2_mean + l * N, A.ln2_rstd + l * N, Ni, C);
+    be.layernorm_backward(S.dresidual, g.ln2w, g.ln2b, S.dln, a.residual2, p.ln2w, a.ln2_mean, a.ln2_rstd, Ni, C);
 
     // attention branch
     dbranch = S.dresidual;
     if (drop) {
-      be.dropout_backward(S.dbranch, S.dresidual, A.attproj_mask + l * NC, NC);
+      be.dropout_backward(S.dbranch, S.dresidual, a.attproj_mask, NC);
       dbranch = S.dbranch;
     }
-    be.matmul_backward(S.datty, G.attprojw + lC * C, at(G.attprojb, lC), dbranch, A.atty + l * NC,
-                       P.attprojw + lC * C, Ni, C, C);
-    be.attention_backward(S.dqkv, S.dpreatt, S.datt, S.datty, A.qkv + l * 3 * NC, A.att + l * TT, B, T, C, NH);
-    be.matmul_backward(S.dln, G.qkvw + lC * 3 * C, at(G.qkvb, 3 * lC), S.dqkv, A.ln1 + l * NC, P.qkvw + lC * 3 * C,
-                       Ni, C, 3 * C);
+    be.matmul_backward(S.datty, g.attprojw, g.attprojb, dbranch, a.atty, p.attprojw, Ni, C, C);
+    be.attention_backward(S.dqkv, S.dpreatt, S.datt, S.datty, a.qkv, a.att, B, T, C, NH);
+    be.matmul_backward(S.dln, g.qkvw, g.qkvb, S.dqkv, a.ln1, p.qkvw, Ni, C, 3 * C);
     // += : dresidual becomes dL/d(this layer's input)
-    be.layernorm_backward(S.dresidual, G.ln1w + lC, at(G.ln1b, lC), S.dln, residual, P.ln1w + lC,
-                          A.ln1_mean + l * N, A.ln1_rstd + l * N, Ni, C);
+    be.layernorm_backward(S.dresidual, g.ln1w, g.ln1b, S.dln, x, p.ln1w, a.ln1_mean, a.ln1_rstd, Ni, C);
   }
 
   const float* dencoded = S.dresidual;
@@ -437,16 +549,38 @@ float gpt_clip_grad_norm(GPT& model, Backend& be, float max_norm) {
 
 void gpt_adamw_step(GPT& model, Backend& be, const AdamWConfig& cfg, float lr) {
   model.adam_t += 1;
-  const auto sizes = param_sizes(model.config);
+  // one update per row of kParams (all L layers of a per-layer row at once)
   i64 offset = 0;
-  for (int k = 0; k < kNumParamTensors; ++k) {
-    const i64 n = sizes[static_cast<size_t>(k)];
-    const float wd = kDecay[static_cast<size_t>(k)] ? cfg.weight_decay : 0.0f;
+  for (const ParamSpec& s : kParams) {
+    const i64 n = param_numel(s, model.config);
+    const float wd = s.decay ? cfg.weight_decay : 0.0f;
     be.adamw_update(model.params_memory.data() + offset, model.grads_memory.data() + offset,
                     model.m_memory.data() + offset, model.v_memory.data() + offset, n, lr, cfg.beta1, cfg.beta2,
                     cfg.eps, wd, model.adam_t);
     offset += n;
   }
+}
+
+// ---- one training step -----------------------------------------------------------------------------
+
+StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
+                      const StepOptions& o) {
+  NN_CHECK(!micro.empty(), "train_step: no micro-batch");
+  const int K = static_cast<int>(micro.size());
+  StepResult r;
+  gpt_zero_grad(model);
+  for (int i = 0; i < K; ++i) {
+    const MicroBatch& mb = micro[static_cast<size_t>(i)];
+    gpt_forward(model, be, mb.inputs, mb.targets, B, T, o.train, mb.dropout_seed);
+    NN_CHECK(std::isfinite(model.mean_loss), "the training loss is " << model.mean_loss);
+    r.loss += static_cast<double>(model.mean_loss) / K;
+    // dloss = 1/K: the K backwards accumulate the gradient of the mean of the K losses
+    gpt_backward(model, be, 1.0f / static_cast<float>(K));
+    if (o.after_backward) o.after_backward(i);
+  }
+  r.grad_norm = gpt_clip_grad_norm(model, be, o.grad_clip);
+  gpt_adamw_step(model, be, o.adamw, o.lr);
+  return r;
 }
 
 double flops_per_token(const GPTConfig& c, int T) {
@@ -461,39 +595,33 @@ MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt) 
   m.params = num_parameters(c) * f;
   m.grads = m.params;
   m.adam = 2 * m.params;
-  m.activations = total(act_sizes(c, B, T, c.dropout > 0.0f, preatt)) * f;
-  m.scratch = total(scratch_sizes(c, B, T)) * f;
+  m.activations = activation_floats(c, training_layout(B, T, c.dropout > 0.0f, preatt)) * f;
+  m.scratch = total_floats(kScratch, c, scratch_layout(B, T)) * f;
   return m;
 }
 
 std::vector<NamedTensor> activation_views(const GPT& model) {
-  const GPTConfig& c = model.config;
-  const i64 B = model.B, T = model.T, N = B * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  const i64 NC = N * C, TT = B * NH * T * T;
-  const ActivationTensors& A = model.acts;
   std::vector<NamedTensor> out;
   if (model.B == 0) return out;
-  out.push_back({"encoded", {B, T, C}, A.encoded});
-  for (i64 l = 0; l < c.n_layer; ++l) {
-    const std::string h = "h." + std::to_string(l) + ".";
-    out.push_back({h + "ln1", {B, T, C}, A.ln1 + l * NC});
-    out.push_back({h + "qkv", {B, T, 3 * C}, A.qkv + l * 3 * NC});
-    out.push_back({h + "att", {B, NH, T, T}, A.att + l * TT});
-    out.push_back({h + "atty", {B, T, C}, A.atty + l * NC});
-    out.push_back({h + "attproj", {B, T, C}, A.attproj + l * NC});
-    out.push_back({h + "residual2", {B, T, C}, A.residual2 + l * NC});
-    out.push_back({h + "ln2", {B, T, C}, A.ln2 + l * NC});
-    out.push_back({h + "fch", {B, T, 4 * C}, A.fch + l * 4 * NC});
-    out.push_back({h + "fch_gelu", {B, T, 4 * C}, A.fch_gelu + l * 4 * NC});
-    out.push_back({h + "fcproj", {B, T, C}, A.fcproj + l * NC});
-    out.push_back({h + "residual3", {B, T, C}, A.residual3 + l * NC});
+  const GPTConfig& c = model.config;
+  const ActivationLayout layout = training_layout(model.B, model.T, model.masks_alloc, model.preatt_alloc);
+  auto add = [&](const TensorSpec<ActivationTensors>& s, int l) {
+    if (!s.view || !held(s, layout) || (s.held == Held::loss && !model.have_targets)) return;
+    const ActivationTensors a = l >= 0 ? layer_activations(model.acts, c, layout, l) : model.acts;
+    const std::string name = l >= 0 ? "h." + std::to_string(l) + "." + s.name : std::string(s.name);
+    out.push_back({name, shape_of(s.shape, c, model.B, model.T), a.*s.field});
+  };
+  // in forward order: the rows before the per-layer ones, layer by layer, then the rest
+  const size_t K = std::size(kActivations);
+  size_t first = 0;
+  while (first < K && !kActivations[first].per_layer) ++first;
+  size_t last = first;
+  while (last < K && kActivations[last].per_layer) ++last;
+  for (size_t r = 0; r < first; ++r) add(kActivations[r], -1);
+  for (int l = 0; l < c.n_layer; ++l) {
+    for (size_t r = first; r < last; ++r) add(kActivations[r], l);
   }
-  out.push_back({"lnf", {B, T, C}, A.lnf});
-  out.push_back({"logits", {B, T, V}, A.logits});
-  if (model.have_targets) {
-    out.push_back({"probs", {B, T, V}, A.probs});
-    out.push_back({"losses", {B, T}, A.losses});
-  }
+  for (size_t r = last; r < K; ++r) add(kActivations[r], -1);
   return out;
 }
 

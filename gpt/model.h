@@ -12,10 +12,24 @@
 // nanoGPT also drops attention probabilities; this model does not (one fewer T x T buffer).
 //
 // The forward/backward code calls only gpt::Backend (gpt/backend.h), so the same code runs
-// the naive loops, the CPU kernels and (issue 7) CUDA.
+// the naive loops, the CPU kernels and CUDA. Reading order below:
+//   - the tables (kParams, kActivations, kScratch): every tensor once, with its shape as a
+//     function of the config; sizes, pointers, decay flags, checkpoint names and dump views
+//     all come from them;
+//   - block_forward: one block as the diagram draws it,
+//       LN1 -> attention -> + residual -> LN2 -> MLP -> + residual,
+//     LN1 of each block at the start of that block. A fast backend may fuse each residual
+//     add with the LayerNorm after it (Backend::fuses_residual_layernorm); the values are
+//     the same. Training (gpt_forward) and decoding (gpt/infer.h Decoder::step) both run it,
+//     each with its BlockKernels (matmul and full attention, or packed matvec and the KV cache);
+//   - gpt_forward, gpt_backward, clip, AdamW, and train_step, the one training step the
+//     trainer, the bench and the tests run.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -37,95 +51,263 @@ struct GPTConfig {
 // nn::Error when a size is < 1, n_embd % n_head != 0 or dropout outside [0, 1).
 void validate(const GPTConfig& c);
 
-// The parameters, as pointers into one flat buffer, in this order. Shapes in comments;
-// per-layer tensors are stacked over L.
-struct ParameterTensors {
-  float* wte;       // (V, C)        token embedding; also the output head (tied)
-  float* wpe;       // (maxT, C)     position embedding
-  float* ln1w;      // (L, C)
-  float* ln1b;      // (L, C)
-  float* qkvw;      // (L, 3C, C)    q, k, v projections stacked: rows [0,C) q, [C,2C) k, [2C,3C) v
-  float* qkvb;      // (L, 3C)
-  float* attprojw;  // (L, C, C)
-  float* attprojb;  // (L, C)
-  float* ln2w;      // (L, C)
-  float* ln2b;      // (L, C)
-  float* fcw;       // (L, 4C, C)
-  float* fcb;       // (L, 4C)
-  float* fcprojw;   // (L, C, 4C)
-  float* fcprojb;   // (L, C)
-  float* lnfw;      // (C)
-  float* lnfb;      // (C)
-};
-inline constexpr int kNumParamTensors = 16;
+// ---- one description of the model: the tables ------------------------------------------------
+// Every tensor of the model is one row of a table below (kParams, kActivations, kScratch):
+// its name, its shape as a function of the config, and what it is. Everything else is
+// derived from the rows, never written again: the element counts (num_parameters,
+// memory_breakdown), the pointer structs (ParameterTensors, ActivationTensors,
+// BackwardScratch), the AdamW decay flags, the checkpoint slices and their names
+// (param_slices), the initialisation, the inference model's vectors (gpt/infer.cpp) and the
+// named activations of a dump (activation_views).
 
-// One named tensor of the checkpoint: a slice of the flat parameter buffer. Names follow
-// nanoGPT's state dict (transformer.h.0.attn.c_attn.weight -> "h.0.attn.c_attn.weight"),
-// so scripts/gpt_torch.py loads them by name.
+// The letters a shape is written in, and a multiple of one: 3 * C is the Dim {3, C}.
+enum class Sym : uint8_t { V, maxT, C, B, T, NH };
+struct Dim {
+  int mult = 1;
+  Sym sym = Sym::C;
+};
+constexpr Dim operator*(int k, Dim d) { return {k * d.mult, d.sym}; }
+namespace dims {
+inline constexpr Dim V{1, Sym::V}, maxT{1, Sym::maxT}, C{1, Sym::C}, B{1, Sym::B}, T{1, Sym::T}, NH{1, Sym::NH};
+}  // namespace dims
+// A shape of up to 4 dims, e.g. {B, T, 3 * C}; one layer's, for a tensor stacked over L.
+struct Shape {
+  Dim d[4]{};
+  int rank = 0;
+  constexpr Shape(std::initializer_list<Dim> list) {
+    for (Dim x : list) d[rank++] = x;
+  }
+};
+
+// The parameters, as pointers into one flat buffer, in the order of kParams (shapes there);
+// per-layer tensors are stacked over L: (L, shape). nullptr for a bias the config lacks.
+struct ParameterTensors {
+  float* wte;       // token embedding; also the output head (tied)
+  float* wpe;       // position embedding
+  float* ln1w;
+  float* ln1b;
+  float* qkvw;      // q, k, v projections stacked: rows [0,C) q, [C,2C) k, [2C,3C) v
+  float* qkvb;
+  float* attprojw;
+  float* attprojb;
+  float* ln2w;
+  float* ln2b;
+  float* fcw;
+  float* fcb;
+  float* fcprojw;
+  float* fcprojb;
+  float* lnfw;
+  float* lnfb;
+};
+
+// How a parameter starts (gpt_init_weights, GPT-2's): N(0, 0.02); the two residual
+// projections N(0, 0.02 / sqrt(2 L)); LayerNorm weights 1; biases 0.
+enum class Init : uint8_t { normal, normal_residual, ones, zeros };
+
+struct ParamSpec {
+  const char* name;  // the checkpoint's (nanoGPT's state dict); a per-layer one is prefixed "h.<l>."
+  float* ParameterTensors::*field;
+  Shape shape;       // one layer's
+  bool decay;        // AdamW weight decay: matrices and embeddings yes, biases and norms no
+  bool per_layer;    // stacked over L
+  bool bias;         // present only when GPTConfig::bias
+  Init init;
+};
+
+// The activations of one forward pass at (B, T): what the backward needs, per layer
+// stacked over L, in the order of kActivations (shapes there). nullptr for one the layout
+// does not hold (ActivationLayout).
+struct ActivationTensors {
+  float* encoded;    // wte[tok] + wpe[t] (after dropout in train mode)
+  float* ln1;
+  float* ln1_mean;
+  float* ln1_rstd;
+  float* qkv;
+  float* preatt;     // scores before the softmax; not kept by a backend whose attention does not (cuda)
+  float* att;        // softmax(preatt), the attention maps
+  float* atty;       // attention output, heads concatenated
+  float* attproj;    // after dropout in train mode
+  float* residual2;  // x + attproj
+  float* ln2;
+  float* ln2_mean;
+  float* ln2_rstd;
+  float* fch;
+  float* fch_gelu;
+  float* fcproj;     // after dropout in train mode
+  float* residual3;  // residual2 + fcproj: the next layer's input
+  float* lnf;
+  float* lnf_mean;
+  float* lnf_rstd;
+  float* logits;
+  float* probs;
+  float* losses;
+  // dropout masks (0 or 1/(1-p)); held only when dropout > 0
+  float* encoded_mask;
+  float* attproj_mask;
+  float* fcproj_mask;
+};
+
+// Gradients of activations for the backward: ONE layer's worth, reused layer after layer
+// (the parameter gradients are what is kept). Shapes in kScratch.
+struct BackwardScratch {
+  float* dresidual;  // dL/d(residual stream), accumulated down through the layers
+  float* dbranch;    // a branch's output gradient after dropout
+  float* dln;
+  float* datty;
+  float* dqkv;
+  float* dpreatt;
+  float* datt;
+  float* dfch_gelu;
+  float* dfch;
+  float* dlogits;
+};
+
+// When an activation is held (ActivationLayout says which of them a layout holds).
+enum class Held : uint8_t { always, preatt, att, masks, loss };
+
+template <class Tensors>
+struct TensorSpec {
+  const char* name;  // activation_views' name; a per-layer one is prefixed "h.<l>."
+  float* Tensors::*field;
+  Shape shape;       // one layer's
+  bool per_layer;    // stacked over L (or one slice reused, ActivationLayout::stacked)
+  Held held;
+  bool view;         // listed by activation_views (what a dump writes)
+};
+
+namespace tables {
+using namespace dims;
+using P = ParameterTensors;
+using A = ActivationTensors;
+using S = BackwardScratch;
+
+// The parameters, in buffer order: wte, wpe, then each per-layer kind stacked over L, then
+// ln_f. (Buffer order is by kind, so a layer's slices are not contiguous; the checkpoint
+// lists them layer by layer: param_slices.)
+inline constexpr ParamSpec kParams[] = {
+    // name                 field         shape           decay  per_layer bias   init
+    {"wte",                 &P::wte,      {V, C},         true,  false,    false, Init::normal},
+    {"wpe",                 &P::wpe,      {maxT, C},      true,  false,    false, Init::normal},
+    {"ln_1.weight",         &P::ln1w,     {C},            false, true,     false, Init::ones},
+    {"ln_1.bias",           &P::ln1b,     {C},            false, true,     true,  Init::zeros},
+    {"attn.c_attn.weight",  &P::qkvw,     {3 * C, C},     true,  true,     false, Init::normal},
+    {"attn.c_attn.bias",    &P::qkvb,     {3 * C},        false, true,     true,  Init::zeros},
+    {"attn.c_proj.weight",  &P::attprojw, {C, C},         true,  true,     false, Init::normal_residual},
+    {"attn.c_proj.bias",    &P::attprojb, {C},            false, true,     true,  Init::zeros},
+    {"ln_2.weight",         &P::ln2w,     {C},            false, true,     false, Init::ones},
+    {"ln_2.bias",           &P::ln2b,     {C},            false, true,     true,  Init::zeros},
+    {"mlp.c_fc.weight",     &P::fcw,      {4 * C, C},     true,  true,     false, Init::normal},
+    {"mlp.c_fc.bias",       &P::fcb,      {4 * C},        false, true,     true,  Init::zeros},
+    {"mlp.c_proj.weight",   &P::fcprojw,  {C, 4 * C},     true,  true,     false, Init::normal_residual},
+    {"mlp.c_proj.bias",     &P::fcprojb,  {C},            false, true,     true,  Init::zeros},
+    {"ln_f.weight",         &P::lnfw,     {C},            false, false,    false, Init::ones},
+    {"ln_f.bias",           &P::lnfb,     {C},            false, false,    true,  Init::zeros},
+};
+
+// The activations, in forward order (also the buffer's order and the dump's).
+inline constexpr TensorSpec<A> kActivations[] = {
+    // name        field            shape                per_layer held           view
+    {"encoded",    &A::encoded,     {B, T, C},           false,    Held::always,  true},
+    {"encoded_mask", &A::encoded_mask, {B, T, C},        false,    Held::masks,   false},
+    {"ln1",        &A::ln1,         {B, T, C},           true,     Held::always,  true},
+    {"ln1_mean",   &A::ln1_mean,    {B, T},              true,     Held::always,  false},
+    {"ln1_rstd",   &A::ln1_rstd,    {B, T},              true,     Held::always,  false},
+    {"qkv",        &A::qkv,         {B, T, 3 * C},       true,     Held::always,  true},
+    {"preatt",     &A::preatt,      {B, NH, T, T},       true,     Held::preatt,  false},
+    {"att",        &A::att,         {B, NH, T, T},       true,     Held::att,     true},
+    {"atty",       &A::atty,        {B, T, C},           true,     Held::always,  true},
+    {"attproj",    &A::attproj,     {B, T, C},           true,     Held::always,  true},
+    {"attproj_mask", &A::attproj_mask, {B, T, C},        true,     Held::masks,   false},
+    {"residual2",  &A::residual2,   {B, T, C},           true,     Held::always,  true},
+    {"ln2",        &A::ln2,         {B, T, C},           true,     Held::always,  true},
+    {"ln2_mean",   &A::ln2_mean,    {B, T},              true,     Held::always,  false},
+    {"ln2_rstd",   &A::ln2_rstd,    {B, T},              true,     Held::always,  false},
+    {"fch",        &A::fch,         {B, T, 4 * C},       true,     Held::always,  true},
+    {"fch_gelu",   &A::fch_gelu,    {B, T, 4 * C},       true,     Held::always,  true},
+    {"fcproj",     &A::fcproj,      {B, T, C},           true,     Held::always,  true},
+    {"fcproj_mask", &A::fcproj_mask, {B, T, C},          true,     Held::masks,   false},
+    {"residual3",  &A::residual3,   {B, T, C},           true,     Held::always,  true},
+    {"lnf",        &A::lnf,         {B, T, C},           false,    Held::always,  true},
+    {"lnf_mean",   &A::lnf_mean,    {B, T},              false,    Held::always,  false},
+    {"lnf_rstd",   &A::lnf_rstd,    {B, T},              false,    Held::always,  false},
+    {"logits",     &A::logits,      {B, T, V},           false,    Held::always,  true},
+    {"probs",      &A::probs,       {B, T, V},           false,    Held::loss,    true},
+    {"losses",     &A::losses,      {B, T},              false,    Held::loss,    true},
+};
+
+// One layer's activation gradients (the backward walks the layers down, reusing them).
+inline constexpr TensorSpec<S> kScratch[] = {
+    {"dresidual", &S::dresidual, {B, T, C},     false, Held::always, false},
+    {"dbranch",   &S::dbranch,   {B, T, C},     false, Held::always, false},
+    {"dln",       &S::dln,       {B, T, C},     false, Held::always, false},
+    {"datty",     &S::datty,     {B, T, C},     false, Held::always, false},
+    {"dqkv",      &S::dqkv,      {B, T, 3 * C}, false, Held::always, false},
+    {"dpreatt",   &S::dpreatt,   {B, NH, T, T}, false, Held::always, false},
+    {"datt",      &S::datt,      {B, NH, T, T}, false, Held::always, false},
+    {"dfch_gelu", &S::dfch_gelu, {B, T, 4 * C}, false, Held::always, false},
+    {"dfch",      &S::dfch,      {B, T, 4 * C}, false, Held::always, false},
+    {"dlogits",   &S::dlogits,   {B, T, V},     false, Held::always, false},
+};
+}  // namespace tables
+using tables::kActivations;
+using tables::kParams;
+using tables::kScratch;
+inline constexpr int kNumParamTensors = static_cast<int>(std::size(kParams));
+
+// A block's Linear weight (c_attn, attn c_proj, c_fc, mlp c_proj): the per-layer matrices,
+// what the decoder packs (gpt/infer.h) and pruning prunes (gpt/prune.h).
+constexpr bool is_block_matrix(const ParamSpec& s) { return s.per_layer && s.shape.rank == 2; }
+
+// The value of a shape's dims for a config (and B, T for activations), and its element count.
+std::vector<int64_t> shape_of(const Shape& s, const GPTConfig& c, int B = 0, int T = 0);
+int64_t numel_of(const Shape& s, const GPTConfig& c, int B = 0, int T = 0);
+// The shape in letters: "(3C, C)", "(B, NH, T, T)" (lesson 08's tables).
+std::string letters_of(const Shape& s);
+
+// One named tensor of the checkpoint: a slice of the flat parameter buffer.
 struct ParamSlice {
   std::string name;
   std::vector<int64_t> shape;
   int64_t offset = 0;  // into the flat buffer
   int64_t numel = 0;
   bool decay = false;  // AdamW weight decay: matrices and embeddings yes, biases and norms no
+  const ParamSpec* spec = nullptr;  // its row of kParams
+  int layer = -1;                   // its layer (-1: not a per-layer tensor)
 };
-// In buffer order: wte, wpe, then for l = 0..L-1: h.l.ln_1.{weight,bias},
-// h.l.attn.c_attn.{weight,bias}, h.l.attn.c_proj.{weight,bias}, h.l.ln_2.{weight,bias},
-// h.l.mlp.c_fc.{weight,bias}, h.l.mlp.c_proj.{weight,bias}; then ln_f.{weight,bias}.
-// (Buffer order is by tensor kind, so a layer's slices are not contiguous: every slice
-// carries its own offset.)
+// In checkpoint order: the rows of kParams before the per-layer ones (wte, wpe), then layer
+// by layer h.<l>.<name> for l = 0..L-1, then the rest (ln_f.weight, ln_f.bias); an absent
+// bias has no slice. Names follow nanoGPT's state dict (transformer.h.0.attn.c_attn.weight
+// -> "h.0.attn.c_attn.weight"), so scripts/gpt_torch.py loads them by name.
 std::vector<ParamSlice> param_slices(const GPTConfig& c);
 int64_t num_parameters(const GPTConfig& c);
 // nanoGPT's count for MFU and the lesson: all parameters except the position embedding.
 int64_t num_parameters_non_embedding(const GPTConfig& c);
+// Elements of one row of kParams in the flat buffer: all L layers of a per-layer row, 0 for
+// a bias the config lacks.
+int64_t param_numel(const ParamSpec& s, const GPTConfig& c);
+// The 16 pointers into a flat buffer laid out as kParams says (the model's own, or a host
+// copy of it: gpt/infer.cpp reads a GPU model that way).
+ParameterTensors param_tensors(float* flat, const GPTConfig& c);
+// Layer l's parameters: every per-layer pointer moved to layer l's slice of its stack.
+ParameterTensors layer_params(const ParameterTensors& p, const GPTConfig& c, int l);
 
-// The activations of one forward pass at (B, T): what the backward needs, per layer
-// stacked over L. N = B * T.
-struct ActivationTensors {
-  float* encoded;    // (N, C)       wte[tok] + wpe[t] (after dropout in train mode)
-  float* ln1;        // (L, N, C)
-  float* ln1_mean;   // (L, N)
-  float* ln1_rstd;   // (L, N)
-  float* qkv;        // (L, N, 3C)
-  float* atty;       // (L, N, C)    attention output, heads concatenated
-  float* preatt;     // (L, B, NH, T, T)  scores before the softmax; nullptr (not allocated)
-                     //                   on a backend that does not keep them (cuda)
-  float* att;        // (L, B, NH, T, T)
-  float* attproj;    // (L, N, C)    after dropout in train mode
-  float* residual2;  // (L, N, C)    x + attproj
-  float* ln2;        // (L, N, C)
-  float* ln2_mean;   // (L, N)
-  float* ln2_rstd;   // (L, N)
-  float* fch;        // (L, N, 4C)
-  float* fch_gelu;   // (L, N, 4C)
-  float* fcproj;     // (L, N, C)    after dropout in train mode
-  float* residual3;  // (L, N, C)    residual2 + fcproj: the next layer's input
-  float* lnf;        // (N, C)
-  float* lnf_mean;   // (N)
-  float* lnf_rstd;   // (N)
-  float* logits;     // (N, V)
-  float* probs;      // (N, V)
-  float* losses;     // (N)
-  // dropout masks (0 or 1/(1-p)); allocated only when dropout > 0
-  float* encoded_mask;  // (N, C)
-  float* attproj_mask;  // (L, N, C)
-  float* fcproj_mask;   // (L, N, C)
+// Which activations a buffer holds and at what size.
+struct ActivationLayout {
+  int B = 0, T = 0;
+  bool stacked = true;  // one slice per layer (training: the backward reads them all); false:
+                        // one slice every layer reuses (decoding keeps nothing for a backward)
+  bool preatt = true;   // Held::preatt (Backend::keeps_preatt)
+  bool att = true;      // Held::att (a decoder's attention reads the KV cache, keeps no maps)
+  bool masks = false;   // Held::masks (dropout > 0 in train mode)
+  bool loss = true;     // Held::loss
 };
-
-// Gradients of activations for the backward: ONE layer's worth, reused layer after layer
-// (the parameter gradients are what is kept). N = B * T.
-struct BackwardScratch {
-  float* dresidual;  // (N, C)   dL/d(residual stream), accumulated down through the layers
-  float* dbranch;    // (N, C)   a branch's output gradient after dropout
-  float* dln;        // (N, C)
-  float* datty;      // (N, C)
-  float* dqkv;       // (N, 3C)
-  float* dpreatt;    // (B, NH, T, T)
-  float* datt;       // (B, NH, T, T)
-  float* dfch_gelu;  // (N, 4C)
-  float* dfch;       // (N, 4C)
-  float* dlogits;    // (N, V)
-};
+// Floats of an activation buffer with `layout`, and its pointers when it starts at `base`.
+int64_t activation_floats(const GPTConfig& c, const ActivationLayout& layout);
+ActivationTensors activation_tensors(float* base, const GPTConfig& c, const ActivationLayout& layout);
+// Layer l's activations: every per-layer pointer moved to layer l's slice (the same slice
+// for every l when the layout is not stacked).
+ActivationTensors layer_activations(const ActivationTensors& a, const GPTConfig& c, const ActivationLayout& layout,
+                                    int l);
 
 struct AdamWConfig {
   float beta1 = 0.9f;
@@ -195,11 +377,70 @@ GPT gpt_move_to(const GPT& model, Memory& memory);
 // (c_proj) N(0, 0.02 / sqrt(2 L)), biases 0, LayerNorm weight 1 and bias 0.
 void gpt_init_weights(GPT& model, uint64_t seed);
 
+// ---- the block: written once, run by training and by decoding ------------------------------
+//   x -> LN1 -> attention -> + x = residual2 -> LN2 -> MLP -> + residual2 = residual3
+// What differs between a training forward and a decode step is only how a Linear layer runs
+// (an fp32 matmul on the training weights, or a matvec on packed ones) and how attention
+// runs (full causal attention over T positions, or the new positions over the KV cache):
+// the block asks a BlockKernels for those two and calls the Backend for the rest.
+enum class Linear : uint8_t { qkv, attproj, fc, fcproj };  // the block's four Linear layers
+struct LinearLayer {
+  Linear which;
+  int layer;              // l
+  const float* weight;    // (out, in) fp32, layer l's; nullptr where only a packed copy exists
+  const float* bias;      // (out), nullptr without biases
+  int in = 0, out = 0;    // channels: qkv C -> 3C, attproj C -> C, fc C -> 4C, fcproj 4C -> C
+};
+class BlockKernels {
+ public:
+  virtual ~BlockKernels() = default;
+  // out (N, w.out) = inp (N, w.in) W^T + b
+  virtual void linear(float* out, const float* inp, const LinearLayer& w, int N) = 0;
+  // pre = inp W^T + b, out = gelu(pre): the MLP's first layer (pre is kept for the backward)
+  virtual void linear_gelu(float* pre, float* out, const float* inp, const LinearLayer& w, int N) = 0;
+  // out (N, C) = causal multi-head attention of qkv (N, 3C) at layer l; preatt and att are
+  // the maps a training forward keeps (nullptr where the layout holds none)
+  virtual void attention(float* out, float* preatt, float* att, const float* qkv, int layer) = 0;
+};
+
+// Whether the forward fuses each residual add with the LayerNorm after it
+// (Backend::residual_layernorm_forward: residual2 with LN2, residual3 with the next block's
+// LN1 or with LN_f) or runs the diagram's ops one by one. `backend`: as
+// Backend::fuses_residual_layernorm() says (the naive backend: never; it is the reference).
+// Both orders compute the same values (tests/test_gpt.cpp checks forward and gradients).
+enum class Fusion : uint8_t { backend, fused, unfused };
+struct Dropout {
+  float p = 0.0f;      // 0: off (eval mode, decoding)
+  uint64_t seed = 0;   // this forward's; each site draws its own stream from it
+};
+// Where the LayerNorm after a block writes (the next block's LN1, or LN_f) and its weights,
+// for a block that computes it fused with its last residual add.
+struct NextNorm {
+  float* out;
+  float* mean;
+  float* rstd;
+  const float* weight;
+  const float* bias;
+};
+// Block l on N rows: x (N, C) -> a.residual3 (N, C). p and a are layer l's
+// (layer_params, layer_activations). fuse: residual + LayerNorm as one op; ln1_ready: a.ln1
+// was computed by the previous block's fused residual (then LN1 is skipped); next: where
+// the fused last residual puts the LayerNorm that follows (nullptr: not fused).
+void block_forward(Backend& be, BlockKernels& k, int l, const ParameterTensors& p, const ActivationTensors& a,
+                   const float* x, int N, int C, const Dropout& drop, bool fuse, bool ln1_ready, const NextNorm* next);
+// The L blocks and the final LayerNorm: x (N, C) (the embeddings) -> A.lnf (N, C), layer l
+// in layer_activations(A, c, layout, l).
+void transformer_forward(Backend& be, BlockKernels& k, const GPTConfig& c, const ParameterTensors& P,
+                         const ActivationTensors& A, const ActivationLayout& layout, const float* x, int N,
+                         const Dropout& drop, bool fuse);
+// Backend::fuses_residual_layernorm() unless `f` says otherwise.
+bool fuses(const Backend& be, Fusion f);
+
 // Forward at (B, T) with T <= block_size. inputs (B,T) token ids; targets (B,T) or nullptr.
 // train = true applies dropout with masks drawn from dropout_seed (ignored when p = 0).
 // With targets: sets model.mean_loss (mean cross-entropy over the B*T positions).
 void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* targets, int B, int T,
-                 bool train = false, uint64_t dropout_seed = 0);
+                 bool train = false, uint64_t dropout_seed = 0, Fusion fusion = Fusion::backend);
 void gpt_zero_grad(GPT& model);
 // Backward of the last forward (which must have had targets): ACCUMULATES parameter
 // gradients of dloss * mean_loss (dloss = 1 / grad_accum_steps for accumulation).
@@ -208,8 +449,34 @@ void gpt_backward(GPT& model, Backend& be, float dloss = 1.0f);
 // the gradients by max_norm / (norm + 1e-6) (torch.nn.utils.clip_grad_norm_).
 // nn::Error when the norm is not finite.
 float gpt_clip_grad_norm(GPT& model, Backend& be, float max_norm);
-// One AdamW step at learning rate lr over every slice (decay per ParamSlice::decay).
+// One AdamW step at learning rate lr over every parameter tensor (decay per kParams).
 void gpt_adamw_step(GPT& model, Backend& be, const AdamWConfig& cfg, float lr);
+
+// ---- one training step: the trainer, the bench and the tests all run this -------------------
+struct MicroBatch {
+  const int32_t* inputs;   // (B, T)
+  const int32_t* targets;  // (B, T)
+  uint64_t dropout_seed = 0;
+};
+struct StepOptions {
+  float lr = 1e-3f;
+  float grad_clip = 1.0f;  // 0: measure the norm, do not clip
+  AdamWConfig adamw;
+  bool train = true;       // dropout on (train mode)
+  // called after each micro-batch's backward with its index (the trainer's dump, the pruned
+  // fine-tune's mask); may be empty
+  std::function<void(int)> after_backward;
+};
+struct StepResult {
+  double loss = 0.0;       // mean over the micro-batches of their mean loss
+  float grad_norm = 0.0f;  // before clipping
+};
+// zero_grad; for each micro-batch: forward (train mode), backward with dloss = 1/K (K
+// micro-batches: the gradient of the mean loss); clip to grad_clip; one AdamW step at lr.
+// nn::Error when a loss is not finite (before its backward) or the norm is not (from
+// gpt_clip_grad_norm), with no AdamW step taken.
+StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
+                      const StepOptions& o);
 
 // FLOPs of one training step per token, forward + backward, PaLM's appendix B estimate:
 //   6 N + 12 L H Q T   (N non-embedding parameters, H heads, Q head size, T context)
@@ -226,9 +493,9 @@ struct MemoryBreakdown {
 MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt = true);
 
 // Named views of the last forward's activations (name, shape, pointer into the model's
-// memory: copy out with Memory::to_host unless it is host memory), in forward order:
-// "encoded", "h.0.ln1", ..., "h.0.residual3", ..., "lnf", "logits", "probs", "losses".
-// What the dump option writes (gpt/dump.h).
+// memory: copy out with Memory::to_host unless it is host memory): the kActivations rows
+// marked `view`, in forward order: "encoded", "h.0.ln1", ..., "h.0.residual3", ..., "lnf",
+// "logits", and with targets "probs", "losses". What the dump writes (write_dump).
 struct NamedTensor {
   std::string name;
   std::vector<int64_t> shape;

@@ -34,6 +34,7 @@ class ProfilingBackend final : public Backend {
   std::string precision() const override { return inner_.precision(); }
   Memory& memory() override { return inner_.memory(); }
   bool keeps_preatt() const override { return inner_.keeps_preatt(); }
+  bool fuses_residual_layernorm() const override { return inner_.fuses_residual_layernorm(); }
   void synchronize() override { inner_.synchronize(); }
   double measure_peak_flops(int threads, std::string* what) override { return inner_.measure_peak_flops(threads, what); }
   void check_capacity(const GPTConfig& c, int B, int T) override { inner_.check_capacity(c, B, T); }

@@ -31,20 +31,13 @@ struct Matrix {
   int64_t numel() const { return static_cast<int64_t>(rows) * cols; }
 };
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The four Linear weights of every layer, found by their checkpoint names (c_attn (3C, C),
-// attn c_proj (C, C), c_fc (4C, C), mlp c_proj (C, 4C)); wte (the tied head), wpe, the
-// LayerNorms and the biases are not among them.
+// The four Linear weights of every layer (is_block_matrix: c_attn (3C, C), attn c_proj
+// (C, C), c_fc (4C, C), mlp c_proj (C, 4C)); wte (the tied head), wpe, the LayerNorms and
+// the biases are not among them.
 std::vector<Matrix> prunable_matrices(const GPT& model) {
   std::vector<Matrix> out;
   for (const ParamSlice& s : model.slices) {
-    const bool linear = ends_with(s.name, ".attn.c_attn.weight") || ends_with(s.name, ".attn.c_proj.weight") ||
-                        ends_with(s.name, ".mlp.c_fc.weight") || ends_with(s.name, ".mlp.c_proj.weight");
-    if (!linear) continue;
-    NN_CHECK(s.shape.size() == 2, s.name << " should be a matrix");
+    if (!is_block_matrix(*s.spec)) continue;
     out.push_back({s.offset, static_cast<int>(s.shape[0]), static_cast<int>(s.shape[1])});
   }
   return out;
@@ -161,27 +154,31 @@ std::vector<float> finetune_pruned(GPT& model, Backend& be, const PruneMask& mas
            "fine-tune options: steps >= 0, batch_size >= 1 and lr > 0, got " << o.steps << ", " << o.batch_size << ", " << o.lr);
   const int T = o.block_size > 0 ? o.block_size : model.config.block_size;
   NN_CHECK(T <= model.config.block_size, "block_size " << T << " exceeds the model's context " << model.config.block_size);
-  AdamWConfig acfg;  // the defaults of training (gpt/model.h)
-  constexpr uint64_t kFinetuneStream = 7;  // batches apart from training's and evaluation's streams
+  StepOptions so;  // AdamW with the defaults of training (gpt/model.h), clip 1, no dropout
+  so.lr = o.lr;
+  so.grad_clip = 1.0f;
+  so.train = false;
+  // a pruned weight is not a parameter any more: its gradient takes no part in the norm
   float* grads = model.grads_memory.data();
+  so.after_backward = [&](int) {
+    for (int64_t i = 0; i < model.num_params; ++i) {
+      if (mask.keep[static_cast<size_t>(i)] == 0) grads[i] = 0.0f;
+    }
+  };
+  constexpr uint64_t kFinetuneStream = 7;  // batches apart from training's and evaluation's streams
   std::vector<int32_t> x, y;
   std::vector<float> losses;
   losses.reserve(static_cast<size_t>(o.steps));
   apply_mask(model, mask);
   for (int step = 0; step < o.steps; ++step) {
     get_batch(tokens, o.batch_size, T, o.seed, kFinetuneStream, static_cast<uint64_t>(step), x, y);
-    gpt_zero_grad(model);
-    gpt_forward(model, be, x.data(), y.data(), o.batch_size, T, /*train=*/false);
-    NN_CHECK(std::isfinite(model.mean_loss), "the fine-tune's loss is " << model.mean_loss << " at step " << step + 1
-                                                                         << ": lower the learning rate");
-    losses.push_back(model.mean_loss);
-    gpt_backward(model, be);
-    // a pruned weight is not a parameter any more: its gradient takes no part in the norm
-    for (int64_t i = 0; i < model.num_params; ++i) {
-      if (mask.keep[static_cast<size_t>(i)] == 0) grads[i] = 0.0f;
+    StepResult r;
+    try {
+      r = train_step(model, be, {{x.data(), y.data(), 0}}, o.batch_size, T, so);
+    } catch (const nn::Error& e) {
+      NN_CHECK(false, "the fine-tune stopped at step " << step + 1 << ": " << e.what() << ": lower the learning rate");
     }
-    gpt_clip_grad_norm(model, be, 1.0f);
-    gpt_adamw_step(model, be, acfg, o.lr);
+    losses.push_back(static_cast<float>(r.loss));
     // AdamW's moments (from before pruning) and weight decay can still move a pruned
     // weight: put the zeros back
     apply_mask(model, mask);

@@ -628,8 +628,14 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   acfg.eps = o.eps;
   acfg.weight_decay = o.weight_decay;
 
+  StepOptions step_options;
+  step_options.adamw = acfg;
+  step_options.grad_clip = o.grad_clip;
+  step_options.train = true;
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> batches(static_cast<size_t>(o.grad_accum));
+  std::vector<MicroBatch> micro_batches(static_cast<size_t>(o.grad_accum));
+
   TrainResult result;
-  std::vector<int32_t> x, y;
   bool wrote_best = false, wrote_last = false;
   int saved_step = start;  // the step of the newest checkpoint on disk
 
@@ -716,29 +722,34 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     }
     const auto s0 = std::chrono::steady_clock::now();
     const float lr = learning_rate(o, step);
-    gpt_zero_grad(model);
-    double loss = 0.0;
+    // the step's micro-batches: their offsets and dropout seeds a pure function of the index
     for (int micro = 0; micro < o.grad_accum; ++micro) {
       const uint64_t index = static_cast<uint64_t>(step) * static_cast<uint64_t>(o.grad_accum) + static_cast<uint64_t>(micro);
-      get_batch(corpus.train, B, T, o.seed, kTrainStream, index, x, y);
-      gpt_forward(model, *be, x.data(), y.data(), B, T, /*train=*/true, hash3(o.seed, kDropout, index));
-      NN_CHECK(std::isfinite(model.mean_loss),
-               "the training loss is " << model.mean_loss << " at step " << step + 1 << ": training stopped. "
-                                       << last_good.text() << ". Lower --lr, keep --grad-clip on, or check the data");
-      loss += static_cast<double>(model.mean_loss) / o.grad_accum;
-      gpt_backward(model, *be, 1.0f / static_cast<float>(o.grad_accum));
+      auto& [bx, by] = batches[static_cast<size_t>(micro)];
+      get_batch(corpus.train, B, T, o.seed, kTrainStream, index, bx, by);
+      micro_batches[static_cast<size_t>(micro)] = {bx.data(), by.data(), hash3(o.seed, kDropout, index)};
+    }
+    step_options.lr = lr;
+    bool dumping = false;  // a dump that fails says so itself, with no advice about --lr
+    step_options.after_backward = [&](int micro) {
       if (o.dump_step == step + 1 && micro == 0) {
+        dumping = true;
         write_dump(o.dump_path, model);
+        dumping = false;
         os << "\nwrote activations and gradients of step " << step + 1 << " to " << o.dump_path << "\n";
       }
-    }
-    float norm = 0.0f;
+    };
+    StepResult r;
     try {
-      norm = gpt_clip_grad_norm(model, *be, o.grad_clip);
+      r = train_step(model, *be, micro_batches, B, T, step_options);
     } catch (const nn::Error& e) {
-      NN_CHECK(false, e.what() << " at step " << step + 1 << ": training stopped. " << last_good.text());
+      if (dumping) throw;
+      // a loss or gradient norm that is not finite
+      NN_CHECK(false, e.what() << " at step " << step + 1 << ": training stopped. " << last_good.text()
+                               << ". Lower --lr, keep --grad-clip on, or check the data");
     }
-    gpt_adamw_step(model, *be, acfg, lr);
+    const double loss = r.loss;
+    const float norm = r.grad_norm;
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
     step_ms_sum += ms;
     result.step_losses.push_back(static_cast<float>(loss));

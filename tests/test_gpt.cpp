@@ -124,7 +124,10 @@ TEST_CASE("gpt: the loss of a fresh model is about log(V)", "[gpt]") {
 
 TEST_CASE("gpt: backward matches finite differences of the whole model (float, spot checks)", "[gpt]") {
   // The ops are checked one by one in double (tests/test_transformer.cpp, test_attention.cpp);
-  // this checks that model.cpp wires them together right: every parameter kind, both layers.
+  // this checks that model.cpp wires them together right: every parameter kind, both layers,
+  // with the forward in the diagram's order and with residual + LayerNorm fused.
+  const gpt::Fusion fusion = GENERATE(gpt::Fusion::unfused, gpt::Fusion::fused);
+  INFO("fused " << (fusion == gpt::Fusion::fused));
   gpt::GPT m = gpt::gpt_create(tiny_config());
   gpt::gpt_init_weights(m, 3);
   // larger weights than GPT-2's init so every path carries a visible gradient
@@ -135,7 +138,7 @@ TEST_CASE("gpt: backward matches finite differences of the whole model (float, s
   random_tokens(x, 3 * 6, 11, 11);
   random_tokens(y, 3 * 6, 11, 12);
   gpt::gpt_zero_grad(m);
-  gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6);
+  gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6, false, 0, fusion);
   gpt::gpt_backward(m, *be);
   const std::vector<float> grads = m.grads_memory.to_vector();
   int checked = 0;
@@ -146,10 +149,10 @@ TEST_CASE("gpt: backward matches finite differences of the whole model (float, s
       const float saved = p;
       const float h = 1e-2f;
       p = saved + h;
-      gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6);
+      gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6, false, 0, fusion);
       const double lp = m.mean_loss;
       p = saved - h;
-      gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6);
+      gpt::gpt_forward(m, *be, x.data(), y.data(), 3, 6, false, 0, fusion);
       const double lm = m.mean_loss;
       p = saved;
       const double numeric = (lp - lm) / (2.0 * h);
@@ -175,29 +178,105 @@ TEST_CASE("gpt: naive and cpu backends agree on logits, loss and every gradient"
     std::vector<int32_t> x, y;
     random_tokens(x, 5 * 7, c.vocab_size, 21);
     random_tokens(y, 5 * 7, c.vocab_size, 22);
+    // one training step each (gpt::train_step), the gradients copied out before the clip
+    std::vector<float> grads[2];
+    gpt::StepResult steps[2];
     for (gpt::GPT* m : {&a, &b}) {
       gpt::Backend& be = m == &a ? *naive : *cpu;
-      gpt::gpt_zero_grad(*m);
-      gpt::gpt_forward(*m, be, x.data(), y.data(), 5, 7, /*train=*/true, 77);
-      gpt::gpt_backward(*m, be);
+      const int i = m == &a ? 0 : 1;
+      gpt::StepOptions so;  // clip 1, lr 1e-3, default AdamW
+      so.after_backward = [&](int) { grads[i] = m->grads_memory.to_vector(); };
+      steps[i] = gpt::train_step(*m, be, {{x.data(), y.data(), 77}}, 5, 7, so);
     }
     INFO("dropout " << dropout << " bias " << bias);
     CHECK(static_cast<int64_t>(a.slices.size()) == 2 + 12 * c.n_layer + 2 - (bias ? 0 : 6 * c.n_layer + 1));
     CHECK(b.mean_loss == Approx(a.mean_loss).epsilon(1e-5));
+    CHECK(steps[1].loss == Approx(steps[0].loss).epsilon(1e-5));
+    CHECK(steps[1].grad_norm == Approx(steps[0].grad_norm).epsilon(1e-5));
     const int64_t NV = 5 * 7 * c.vocab_size;
     CHECK(rel_err(b.acts.logits, a.acts.logits, NV) < 1e-5);
     for (const auto& s : a.slices) {
       INFO(s.name);
-      CHECK(rel_err(b.grads_memory.data() + s.offset, a.grads_memory.data() + s.offset, s.numel) < 1e-4);
+      CHECK(rel_err(grads[1].data() + s.offset, grads[0].data() + s.offset, s.numel) < 1e-4);
     }
-    // and one AdamW step moves both the same way
-    for (gpt::GPT* m : {&a, &b}) {
-      gpt::Backend& be = m == &a ? *naive : *cpu;
-      gpt::gpt_clip_grad_norm(*m, be, 1.0f);
-      gpt::gpt_adamw_step(*m, be, gpt::AdamWConfig{}, 1e-3f);
-    }
+    // and the AdamW step moved both the same way
     CHECK(rel_err(b.params_memory.data(), a.params_memory.data(), a.num_params) < 1e-5);
   }
+}
+
+TEST_CASE("gpt: fused residual + LayerNorm gives the diagram's forward and gradients bit for bit", "[gpt][backend]") {
+  // Fusion moves where a LayerNorm is computed (LN1 of block l + 1 at the end of block l), not
+  // what: the residual add is one exact float add either way and the LayerNorm the same
+  // function of the same row, so logits, loss, every activation and every gradient are equal.
+  for (const std::string name : {"naive", "cpu"}) {
+    for (const auto& [dropout, bias] : {std::pair{0.0f, true}, std::pair{0.3f, false}}) {
+      gpt::GPTConfig c = tiny_config(dropout);
+      c.bias = bias;
+      c.n_layer = 3;
+      gpt::GPT ref = gpt::gpt_create(c);
+      gpt::gpt_init_weights(ref, 12);
+      gpt::GPT fused = ref;
+      auto be = gpt::make_backend(name);
+      std::vector<int32_t> x, y;
+      random_tokens(x, 3 * 8, c.vocab_size, 31);
+      random_tokens(y, 3 * 8, c.vocab_size, 32);
+      for (gpt::GPT* m : {&ref, &fused}) {
+        gpt::gpt_zero_grad(*m);
+        gpt::gpt_forward(*m, *be, x.data(), y.data(), 3, 8, /*train=*/true, 5,
+                         m == &ref ? gpt::Fusion::unfused : gpt::Fusion::fused);
+        gpt::gpt_backward(*m, *be);
+      }
+      INFO(name << " dropout " << dropout << " bias " << bias);
+      CHECK(fused.mean_loss == ref.mean_loss);
+      const auto va = gpt::activation_views(ref), vb = gpt::activation_views(fused);
+      REQUIRE(va.size() == vb.size());
+      for (size_t i = 0; i < va.size(); ++i) {
+        INFO(va[i].name);
+        int64_t n = 1;
+        for (int64_t d : va[i].shape) n *= d;
+        CHECK(std::equal(va[i].data, va[i].data + n, vb[i].data));
+      }
+      CHECK(fused.grads_memory == ref.grads_memory);
+    }
+  }
+}
+
+TEST_CASE("gpt: the parameter and activation tables give every pointer, slice and size", "[gpt]") {
+  gpt::GPTConfig c = tiny_config(0.1f);
+  gpt::GPT m = gpt::gpt_create(c);
+  // each row of kParams: its pointer at its first slice, its decay flag on every slice
+  for (const gpt::ParamSlice& s : m.slices) {
+    REQUIRE(s.spec != nullptr);
+    INFO(s.name);
+    CHECK(s.decay == s.spec->decay);
+    CHECK(s.shape == gpt::shape_of(s.spec->shape, c));
+    if (s.layer <= 0) CHECK(m.params.*(s.spec->field) == m.params_memory.data() + s.offset);
+    if (s.layer > 0) CHECK(gpt::layer_params(m.params, c, s.layer).*(s.spec->field) == m.params_memory.data() + s.offset);
+  }
+  CHECK(gpt::letters_of(gpt::kParams[4].shape) == "(3C, C)");
+  CHECK(gpt::letters_of(gpt::kActivations[6].shape) == "(B, NH, T, T)");
+  // without biases the bias rows have no pointer and no slice
+  c.bias = false;
+  std::vector<float> flat(static_cast<size_t>(gpt::num_parameters(c)));
+  const gpt::ParameterTensors p = gpt::param_tensors(flat.data(), c);
+  CHECK(p.qkvb == nullptr);
+  CHECK(p.lnfb == nullptr);
+  // activations: every held row has a pointer, the rest nullptr; the buffer is exactly used
+  std::vector<int32_t> x;
+  random_tokens(x, 2 * 8, 11, 1);
+  auto be = gpt::make_backend("naive");
+  gpt::gpt_forward(m, *be, x.data(), x.data(), 2, 8, /*train=*/true, 3);
+  const gpt::ActivationLayout all{2, 8, true, true, true, true, true};
+  CHECK(static_cast<int64_t>(m.acts_memory.size()) == gpt::activation_floats(m.config, all));
+  CHECK(gpt::memory_breakdown(m.config, 2, 8).activations == gpt::activation_floats(m.config, all) * 4);
+  for (const auto& row : gpt::kActivations) CHECK(m.acts.*(row.field) != nullptr);
+  gpt::ActivationLayout decode = all;
+  decode.att = decode.preatt = decode.masks = decode.loss = false;
+  const gpt::ActivationTensors d = gpt::activation_tensors(m.acts_memory.data(), m.config, decode);
+  CHECK(d.att == nullptr);
+  CHECK(d.encoded_mask == nullptr);
+  CHECK(d.probs == nullptr);
+  CHECK(d.logits != nullptr);
 }
 
 TEST_CASE("gpt: dropout is off in eval mode and changes the loss in train mode", "[gpt]") {

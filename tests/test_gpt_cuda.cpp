@@ -120,9 +120,8 @@ void agree_with_cpu(kc::Device& dev, const std::string& precision, float dropout
     CHECK(rel_err(gb, ga, static_cast<size_t>(s.offset), static_cast<size_t>(s.numel)) < tol.grads);
   }
 
-  // then 10 AdamW steps on fresh batches: losses and weights stay together
-  gpt::AdamWConfig adam;
-  const float lr = 1e-3f;
+  // then 10 AdamW steps on fresh batches, the trainer's step: losses and weights stay together
+  gpt::StepOptions so;  // lr 1e-3, clip 1, default AdamW
   for (int step = 0; step < 10; ++step) {
     const auto xs = random_ids(static_cast<size_t>(B) * T, c.vocab_size, 100 + step);
     const auto ys = random_ids(static_cast<size_t>(B) * T, c.vocab_size, 200 + step);
@@ -130,12 +129,10 @@ void agree_with_cpu(kc::Device& dev, const std::string& precision, float dropout
     for (gpt::GPT* m : {&a, &b}) {
       gpt::Backend& be = m == &a ? *cpu : *cuda;
       const int i = m == &a ? 0 : 1;
-      gpt::gpt_zero_grad(*m);
-      gpt::gpt_forward(*m, be, xs.data(), ys.data(), B, T, true, 1000 + static_cast<uint64_t>(step));
-      losses[i] = m->mean_loss;
-      gpt::gpt_backward(*m, be);
-      norms[i] = gpt::gpt_clip_grad_norm(*m, be, 1.0f);
-      gpt::gpt_adamw_step(*m, be, adam, lr);
+      const gpt::StepResult r =
+          gpt::train_step(*m, be, {{xs.data(), ys.data(), 1000 + static_cast<uint64_t>(step)}}, B, T, so);
+      losses[i] = static_cast<float>(r.loss);
+      norms[i] = r.grad_norm;
     }
     INFO("step " << step + 1);
     CHECK(std::fabs(losses[1] - losses[0]) <= tol.loss * std::fabs(losses[0]) + 1e-6);
@@ -201,11 +198,7 @@ TEST_CASE("gpt cuda (emulated): the same inputs give bit-identical results run a
   for (int run = 0; run < 2; ++run) {
     gpt::GPT m = gpt::gpt_create(c, cuda->memory());
     gpt::gpt_init_weights(m, 3);
-    gpt::gpt_zero_grad(m);
-    gpt::gpt_forward(m, *cuda, x.data(), y.data(), 2, 12, true, 9);
-    gpt::gpt_backward(m, *cuda);
-    gpt::gpt_clip_grad_norm(m, *cuda, 1.0f);
-    gpt::gpt_adamw_step(m, *cuda, gpt::AdamWConfig{}, 1e-3f);
+    gpt::train_step(m, *cuda, {{x.data(), y.data(), 9}}, 2, 12, gpt::StepOptions{});
     const auto p = m.params_memory.to_vector();
     if (run == 0) first = p;
     else CHECK(p == first);

@@ -128,15 +128,17 @@ TEST_CASE("parity: the first 10 AdamW losses match PyTorch", "[parity]") {
   for (const std::string backend : {"naive", "cpu"}) {
     gpt::GPT m = r.model;
     auto be = gpt::make_backend(backend);
+    gpt::StepOptions so;  // the trainer's step: clip 1.0, AdamW at kLr
+    so.adamw = cfg;
+    so.lr = kLr;
+    so.grad_clip = 1.0f;
+    so.train = false;  // the PyTorch run has no dropout
     for (int step = 0; step < kSteps; ++step) {
-      gpt::gpt_zero_grad(m);
-      gpt::gpt_forward(m, *be, r.x.data(), r.y.data(), r.B, r.T);
+      const gpt::StepResult res = gpt::train_step(m, *be, {{r.x.data(), r.y.data(), 0}}, r.B, r.T, so);
+      const float ours = static_cast<float>(res.loss);
       const float theirs = losses.data()[step];
-      INFO(backend << " step " << step << ": ours " << m.mean_loss << " torch " << theirs);
-      CHECK(std::fabs(m.mean_loss - theirs) <= 1e-4f * std::fabs(theirs));
-      gpt::gpt_backward(m, *be);
-      gpt::gpt_clip_grad_norm(m, *be, 1.0f);
-      gpt::gpt_adamw_step(m, *be, cfg, kLr);
+      INFO(backend << " step " << step << ": ours " << ours << " torch " << theirs);
+      CHECK(std::fabs(ours - theirs) <= 1e-4f * std::fabs(theirs));
     }
   }
 }

@@ -113,10 +113,6 @@ std::string visible(const std::string& s) {
   return out;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 // ---- the pieces -------------------------------------------------------------------------------
@@ -133,24 +129,19 @@ gpt::GPTConfig nanogpt_gpu_config() {
 }
 
 std::string symbolic_shape(const std::string& name) {
-  // parameters (gpt::param_slices names)
-  if (name == "wte") return "(V, C)";
-  if (name == "wpe") return "(maxT, C)";
-  if (name.find("ln_") != std::string::npos) return "(C)";
-  if (ends_with(name, "c_attn.weight")) return "(3C, C)";
-  if (ends_with(name, "c_attn.bias")) return "(3C)";
-  if (ends_with(name, "attn.c_proj.weight")) return "(C, C)";
-  if (ends_with(name, "c_fc.weight")) return "(4C, C)";
-  if (ends_with(name, "c_fc.bias")) return "(4C)";
-  if (ends_with(name, "mlp.c_proj.weight")) return "(C, 4C)";
-  if (ends_with(name, "c_proj.bias")) return "(C)";
-  // activations (gpt::activation_views names)
-  if (ends_with(name, ".qkv")) return "(B, T, 3C)";
-  if (ends_with(name, ".att")) return "(B, NH, T, T)";
-  if (ends_with(name, ".fch") || ends_with(name, ".fch_gelu")) return "(B, T, 4C)";
-  if (name == "logits" || name == "probs") return "(B, T, V)";
-  if (name == "losses") return "(B, T)";
-  return "(B, T, C)";  // encoded, ln1, atty, attproj, residual2, ln2, fcproj, residual3, lnf
+  // the letters of gpt/model.h's tables, the one place the shapes are written: a parameter
+  // "h.<l>.<row>" or "<row>" of gpt::kParams, an activation "h.<l>.<row>" or "<row>" of
+  // gpt::kActivations
+  std::string row = name;
+  if (row.rfind("h.", 0) == 0) row = row.substr(row.find('.', 2) + 1);
+  for (const gpt::ParamSpec& s : gpt::kParams) {
+    if (row == s.name) return gpt::letters_of(s.shape);
+  }
+  for (const auto& s : gpt::kActivations) {
+    if (row == s.name) return gpt::letters_of(s.shape);
+  }
+  NN_CHECK(false, "symbolic_shape: '" << name << "' is neither a parameter nor an activation of gpt/model.h");
+  return "";
 }
 
 int64_t activation_floats_per_token(const gpt::GPTConfig& c) {

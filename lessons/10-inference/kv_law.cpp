@@ -57,7 +57,7 @@ gpt::GPT parameters_only_model(const gpt::GPTConfig& c, uint64_t seed) {
   nn::Rng rng(seed);
   for (float& x : m.params_memory) x = rng.uniform(-0.05f, 0.05f);
   for (const gpt::ParamSlice& s : m.slices) {
-    if (s.name.find("ln_") != std::string::npos && s.name.find(".weight") != std::string::npos) {
+    if (s.spec->init == gpt::Init::ones) {  // the LayerNorm weights (gpt::kParams)
       std::fill(m.params_memory.begin() + s.offset, m.params_memory.begin() + s.offset + s.numel, 1.0f);
     }
   }
