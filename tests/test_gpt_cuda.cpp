@@ -144,7 +144,7 @@ void agree_with_cpu(kc::Device& dev, const std::string& precision, float dropout
   // unrelated directions. The q and v thirds are compared like every other tensor.
   const auto pa = a.params_memory.to_vector(), pb = b.params_memory.to_vector();
   const auto C = static_cast<size_t>(c.n_embd);
-  const double movement = 10.0 * lr;
+  const double movement = 10.0 * so.lr;
   for (const auto& s : a.slices) {
     INFO("weights of " << s.name << " after 10 AdamW steps (difference in units of 10 lr)");
     const auto at = static_cast<size_t>(s.offset);
