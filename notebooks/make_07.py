@@ -128,7 +128,8 @@ if ckpt is None:
     source = next(p for p in cands if os.path.isfile(p))
     corpus = os.path.join(small_dir, "small.txt")
     open(corpus, "w").write(open(source, encoding="utf-8", errors="replace").read()[:40000])
-    cmd = [nnlab, "gpt", "train", "--data", corpus, "--out-dir", small_dir, "--n-layer", "2", "--n-head", "4",
+    # --overwrite: this folder is the notebook's own scratch run, started over each time
+    cmd = [nnlab, "gpt", "train", "--data", corpus, "--out-dir", small_dir, "--overwrite", "--n-layer", "2", "--n-head", "4",
            "--n-embd", "32", "--block-size", "64", "--batch-size", "8", "--max-iters", "60" if quick else "300",
            "--eval-interval", "60", "--eval-iters", "2", "--log", "none"]
     print(" ".join(cmd)); r = subprocess.run(cmd, capture_output=True, text=True)

@@ -66,13 +66,13 @@ if quick:
     print("quick mode: 30,000 characters of", source)
     run("lesson08", "--part", "train", "--data", corpus, "--n-layer", 2, "--n-head", 2, "--n-embd", 32,
         "--block-size", 32, "--batch-size", 8, "--max-iters", 50, "--warmup-iters", 5, "--eval-interval", 25,
-        "--eval-iters", 4, "--sample-tokens", 100, "--out-dir", out_dir)
+        "--eval-iters", 4, "--sample-tokens", 100, "--out-dir", out_dir, "--overwrite")  # a scratch run
 elif os.path.isfile(os.path.join(existing, "log.jsonl")) and os.path.isfile(os.path.join(existing, "best.safetensors")):
     out_dir = existing
     print("reusing the run in", out_dir)
 else:
     out_dir = os.path.abspath("lesson08-run")
-    run("lesson08", "--part", "train", "--out-dir", out_dir, tail=4000)
+    run("lesson08", "--part", "train", "--out-dir", out_dir, "--overwrite", tail=4000)  # the notebook's own run
 log = read_jsonl(os.path.join(out_dir, "log.jsonl"))
 ckpt = os.path.join(out_dir, "best.safetensors")
 train = [r for r in log if r["split"] == "train"]

@@ -78,7 +78,8 @@ common = ["--data", corpus, *model, "--dropout", 0.1, "--seed", 1337, "--max-ite
 
 def train(name, backend, precision="fp32", env=None):
     out = os.path.join(work, name)
-    text = run("gpt", "train", *common, "--backend", backend, "--precision", precision, "--out-dir", out, env=env)
+    text = run("gpt", "train", *common, "--backend", backend, "--precision", precision, "--out-dir", out,
+               "--overwrite", env=env)  # the notebook's scratch runs start over each time
     line = next((l for l in text.splitlines() if l.startswith("backend:")), "backend: " + backend)
     return {"name": name, "backend": line[len("backend:"):].split(",")[0].strip(),
             "log": read_jsonl(os.path.join(out, "log.jsonl")), "emulated": env is not None and env.get("NNLAB_DEVICE") == "emu"}
