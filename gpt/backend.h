@@ -1,8 +1,10 @@
 // gpt/backend.h: the ops a GPT training step calls, behind one interface, so the model
 // code (gpt/model.cpp) is written once and runs on every backend:
-//   naive  plain loops from nn/ (nn/transformer.h, nn/attention.h, nn/ops.h): the reference
-//   cpu    the lesson-03 kernels: SIMD, kernels::sgemm, OpenMP, fused where it pays
-//   cuda   the lesson-09 kernels (gpt/backend_cuda.h), on a GPU or the CUDA emulator
+//   naive  the v1 rung of each op's kernels/ ladder: the plain loops (gpt/backend.cpp), the reference
+//   cpu    the top CPU rungs of the same ladders: SIMD, kernels::sgemm, OpenMP, fused where it
+//          pays (gpt/backend_cpu.cpp, a table of named rungs)
+//   cuda   the chosen rungs of the lesson-09 CUDA ladders (gpt/backend_cuda.h), on a GPU or the
+//          CUDA emulator
 //
 // Conventions, the same for every backend:
 //   - pointers (floats, and the int32 token ids) are into buffers the model owns, in the

@@ -5,7 +5,7 @@
 //   gelu'(x) = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) du/dx,  du/dx = sqrt(2/pi) (1 + 3 0.044715 x^2)
 //   backward: dinp = dout * gelu'(inp), ASSIGNED
 // The bias + GELU epilogue of a matmul is kernels/bias_gelu.h (lesson 03's ladder); the
-// matmul + bias + GELU the GPT trainer fuses is kernels/linear.h's matmul_gelu_forward.
+// matmul + bias + GELU the GPT trainer fuses is kernels/linear.h's linear_gelu_forward.
 //
 // Versions (code in kernels/gelu.cpp; 8 B/element forward, 12 backward):
 //   v1  plain loops with std::tanh, in F. The reference (nn::gelu_forward / gelu_backward,

@@ -123,7 +123,8 @@ TEST_CASE("gpt: the loss of a fresh model is about log(V)", "[gpt]") {
 }
 
 TEST_CASE("gpt: backward matches finite differences of the whole model (float, spot checks)", "[gpt]") {
-  // The ops are checked one by one in double (tests/test_transformer.cpp, test_attention.cpp);
+  // The ops are checked one by one in double (tests/test_kernels_gpt_ops.cpp, test_ops.cpp,
+  // test_attention.cpp);
   // this checks that model.cpp wires them together right: every parameter kind, both layers,
   // with the forward in the diagram's order and with residual + LayerNorm fused.
   const gpt::Fusion fusion = GENERATE(gpt::Fusion::unfused, gpt::Fusion::fused);
