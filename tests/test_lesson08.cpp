@@ -239,3 +239,25 @@ TEST_CASE("lesson08: train a tiny model and sample from its checkpoint (a missin
     REQUIRE_THAT(text, Catch::Contains(s));
   }
 }
+
+TEST_CASE("lesson08 parts shapes and sample run on the cuda backend (emulated): the model goes where it runs",
+          "[lesson08][cuda]") {
+  // Both parts made or loaded the model on the host and handed it to the backend as it was:
+  // the cuda backend refused ("the model is in host memory"). They move it to the backend's
+  // memory now, as the trainer does.
+  testing::ScopedEnv device("NNLAB_DEVICE", std::string("emu"));
+  testing::TempDir dir("lesson08-cuda");
+  lesson08::Options o = tiny_options(dir);
+  REQUIRE(lesson08::run_train_part(o) == 0);  // on the default backend, into the out-dir
+  o.train.backend = "cuda";
+  o.train.sample_tokens = 8;
+  testing::CaptureCout capture;
+  REQUIRE(lesson08::run_shapes_part(o) == 0);
+  REQUIRE(lesson08::run_sample_part(o) == 0);
+  const std::string text = capture.text();
+  INFO(text);
+  REQUIRE_THAT(text, Catch::Contains("cuda"));
+  REQUIRE_THAT(text, Catch::Contains("loss = "));
+  REQUIRE_THAT(text, Catch::Contains("temperature 0.5"));
+  REQUIRE_THAT(text, !Catch::Contains("(B, NH, T, T) per layer"));  // the cuda attention keeps no preatt
+}

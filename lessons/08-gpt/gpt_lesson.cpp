@@ -226,8 +226,10 @@ int run_shapes_part(const Options& opts) {
      << cfg.n_embd / cfg.n_head << " L=" << cfg.n_layer << " V=" << cfg.vocab_size << " (the vocabulary of this text)"
      << ", dropout " << cfg.dropout << "\n\n";
 
-  gpt::GPT model = gpt::gpt_create(cfg);
+  auto be = gpt::make_backend(o.backend);
+  gpt::GPT model = gpt::gpt_create(cfg);  // made and initialised on the host,
   gpt::gpt_init_weights(model, o.seed);
+  if (!be->memory().is_host()) model = gpt::gpt_move_to(model, be->memory());  // then where it runs
   os << "parameters, in checkpoint order (one flat buffer of float32; shapes as nanoGPT's state dict):\n";
   os << "  " << std::left << std::setw(28) << "name" << std::setw(14) << "shape" << std::setw(11) << "letters"
      << std::right << std::setw(10) << "count" << "  decay\n";
@@ -242,7 +244,6 @@ int run_shapes_part(const Options& opts) {
      << grouped(gpt::num_parameters_non_embedding(cfg)) << "\n";
   os << "  wte is used twice: it embeds the input tokens AND scores the output (tied head, logits = lnf wte^T)\n\n";
 
-  auto be = gpt::make_backend(o.backend);
   std::vector<int32_t> x, y;
   gpt::get_batch(corpus.train, B, T, o.seed, /*stream=*/1, /*index=*/0, x, y);
   os << "one batch: tokens (B, T) = (" << B << ", " << T << ") ids, targets = the same text shifted by one.\n";
@@ -264,9 +265,10 @@ int run_shapes_part(const Options& opts) {
        << symbolic_shape(t.name) << std::right << std::setw(12) << grouped(n * 4) << "\n";
     listed += n * 4;
   }
-  const gpt::MemoryBreakdown mem = gpt::memory_breakdown(cfg, B, T);
-  os << "  listed " << size_text(listed) << "; kept too but not listed (LayerNorm means and 1/std, the pre-softmax scores "
-     << "preatt (B, NH, T, T) per layer" << (cfg.dropout > 0.0f ? ", the dropout masks" : "") << "): "
+  const gpt::MemoryBreakdown mem = gpt::memory_breakdown(cfg, B, T, be->keeps_preatt());
+  os << "  listed " << size_text(listed) << "; kept too but not listed (LayerNorm means and 1/std"
+     << (be->keeps_preatt() ? ", the pre-softmax scores preatt (B, NH, T, T) per layer" : "")
+     << (cfg.dropout > 0.0f ? ", the dropout masks" : "") << "): "
      << size_text(mem.activations - listed) << "; all activations " << size_text(mem.activations) << "\n\n";
 
   const double uniform = std::log(static_cast<double>(cfg.vocab_size));
@@ -407,6 +409,7 @@ int run_sample_part(const Options& opts) {
   os << "model: " << describe(ck.model.config) << ", trained " << ck.state.step << " steps, best val loss "
      << fixed(ck.state.best_val_loss, 4) << "\n";
   auto be = gpt::make_backend(o.backend);
+  if (!be->memory().is_host()) ck.model = gpt::gpt_move_to(ck.model, be->memory());  // loaded on the host
   gpt::SampleOptions so;
   so.prompt = o.prompt;
   so.tokens = o.sample_tokens;
