@@ -140,7 +140,12 @@ class LadderProblem : public harness::Problem {
 template <class Fn>
 std::vector<harness::Variant> variants_of(const std::vector<OpVersion<Fn>>& versions) {
   std::vector<harness::Variant> out;
-  for (const OpVersion<Fn>& v : versions) out.push_back({"v" + std::to_string(v.number), v.name, v.summary, false});
+  for (const OpVersion<Fn>& v : versions) {
+    // appended rather than "v" + to_string(...): GCC 12 warns falsely (-Wrestrict) on that
+    std::string id = "v";
+    id += std::to_string(v.number);
+    out.push_back({id, v.name, v.summary, false});
+  }
   return out;
 }
 
