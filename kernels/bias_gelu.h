@@ -32,6 +32,7 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/simd.h"
+#include "kernels/versions.h"
 
 namespace kernels {
 
@@ -60,12 +61,7 @@ void bias_gelu_forward_v2(float* out, const float* inp, const float* bias, int B
 // The fastest validated version (v2).
 void bias_gelu_forward(float* out, const float* inp, const float* bias, int B, int OC);
 
-struct BiasGeluVersion {
-  int number;
-  const char* name;
-  const char* summary;
-  BiasGeluFn fn;
-};
+using BiasGeluVersion = OpVersion<BiasGeluFn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order: the bench and the tests iterate over this.
 const std::vector<BiasGeluVersion>& bias_gelu_versions();
 // By number ("2") or name ("v2", "fused"); throws std::invalid_argument.

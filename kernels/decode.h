@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/versions.h"
 #include "kernels/weight_format.h"
 
 namespace kernels {
@@ -75,12 +76,7 @@ float bf16_to_float(uint16_t b);
 // ---- matvec ----------------------------------------------------------------------------------
 // y (n, w.rows) = x (n, w.cols) W^T + bias (w.rows; may be nullptr). y is assigned; no aliasing.
 using MatvecFn = void (*)(float* y, const float* x, const WeightsView& w, const float* bias, int n);
-struct MatvecVersion {
-  int number;
-  const char* name;
-  const char* summary;
-  MatvecFn fn;
-};
+using MatvecVersion = OpVersion<MatvecFn>;  // number, name, summary, fn (kernels/versions.h)
 const std::vector<MatvecVersion>& matvec_versions();
 void matvec_v1(float* y, const float* x, const WeightsView& w, const float* bias, int n);
 // v2 and v3 throw std::invalid_argument when w's sizes do not suit its format (check_packable).
@@ -103,12 +99,7 @@ void matvec(float* y, const float* x, const WeightsView& w, const float* bias, i
 // Requires pos + n <= maxT, C % NH == 0.
 using AttentionDecodeFn = void (*)(float* out, float* kcache, float* vcache, const float* qkv, int B, int n,
                                    int pos, int C, int NH, int maxT);
-struct AttentionDecodeVersion {
-  int number;
-  const char* name;
-  const char* summary;
-  AttentionDecodeFn fn;
-};
+using AttentionDecodeVersion = OpVersion<AttentionDecodeFn>;  // kernels/versions.h
 const std::vector<AttentionDecodeVersion>& attention_decode_versions();
 // v1: plain loops, scores in double; the reference.
 void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kernels/simd.h"
+#include "kernels/versions.h"
 
 namespace kernels {
 
@@ -136,12 +137,7 @@ void cos2_forward_v3(float* out, float* tmp, const float* inp, size_t n);
 // The fastest validated version (v3).
 void cos2_forward(float* out, float* tmp, const float* inp, size_t n);
 
-struct Cos2Version {
-  int number;
-  const char* name;
-  const char* summary;
-  Cos2Fn fn;
-};
+using Cos2Version = OpVersion<Cos2Fn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order: the bench and the tests iterate over this.
 const std::vector<Cos2Version>& cos2_versions();
 // By number ("2") or name ("v2", "fused"); throws std::invalid_argument.

@@ -99,12 +99,7 @@ void layernorm_forward_v4(float* out, float* mean, float* rstd, const float* inp
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int rows, int C);
 
-struct LayernormVersion {
-  int number;
-  const char* name;
-  const char* summary;
-  LayernormFn fn;
-};
+using LayernormVersion = OpVersion<LayernormFn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order: the bench and the tests iterate over this.
 const std::vector<LayernormVersion>& layernorm_versions();
 // By number ("2") or name ("v2", "one-pass"); throws std::invalid_argument.

@@ -40,6 +40,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/versions.h"
+
 namespace kernels {
 
 enum class Trans { No, Yes };
@@ -64,12 +66,7 @@ void sgemm_v6(Trans ta, Trans tb, int M, int N, int K, float alpha, const float*
 void sgemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
 
-struct SgemmVersion {
-  int number;
-  const char* name;
-  const char* summary;
-  SgemmFn fn;
-};
+using SgemmVersion = OpVersion<SgemmFn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order. The dispatcher below and the tests iterate over this.
 const std::vector<SgemmVersion>& sgemm_versions();
 // Look a version up by number ("2") or name ("v2", "loop-order"); throws std::invalid_argument.

@@ -59,6 +59,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/versions.h"
+
 namespace kernels {
 
 // probs (rows, cols), logits (rows, cols); probs may not alias logits.
@@ -72,12 +74,7 @@ void softmax_forward_v4(float* probs, const float* logits, int rows, int cols);
 // The fastest validated version (v3).
 void softmax_forward(float* probs, const float* logits, int rows, int cols);
 
-struct SoftmaxVersion {
-  int number;
-  const char* name;
-  const char* summary;
-  SoftmaxFn fn;
-};
+using SoftmaxVersion = OpVersion<SoftmaxFn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order: the bench and the tests iterate over this.
 const std::vector<SoftmaxVersion>& softmax_versions();
 // By number ("2") or name ("v2", "online"); throws std::invalid_argument.
