@@ -22,9 +22,11 @@ Subcommands:
     /usr/bin/python3 scripts/gpt_torch.py bench [--n-layer 4 --n-head 4 --n-embd 128 --block-size 64
         --batch-size 12 --vocab-size 65 --iters 30 --warmup 5] [--settings all|"intra=2,blas=1"]
         [--json OUT.json]
-        ms per training iteration in eager mode, one subprocess per thread setting (the BLAS
-        library fixes its thread count when it is loaded), and which BLAS library torch
-        really calls. OMP_WAIT_POLICY passes through: on a loaded machine torch's OpenMP
+        ms per training iteration in eager mode of nanoGPT's model and loop
+        (scripts/nanogpt_model.py: the peer is the code people train with, not the parity
+        model above), one subprocess per thread setting (the BLAS library fixes its thread
+        count when it is loaded), OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from its
+        environment, and which BLAS library torch really calls. OMP_WAIT_POLICY passes through: on a loaded machine torch's OpenMP
         threads spinning at barriers (the default) make intra=2 several times slower than
         with OMP_WAIT_POLICY=passive (what scripts/test.sh sets); try both.
 
@@ -527,27 +529,26 @@ def parse_settings(text, ncpu):
 
 
 def bench_one(args):
-    """In a subprocess whose environment already fixed the BLAS threads: time and print JSON."""
+    """In a subprocess whose environment already fixed the BLAS threads: time and print JSON.
+    The model and the iteration are nanoGPT's (scripts/nanogpt_model.py), not this file's
+    parity model: the peer is the code people train with."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import nanogpt_model
     intra = args.child_intra
     torch.set_num_threads(intra)
     torch.manual_seed(args.seed)
-    config = GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd, dropout=0.0)
-    model = GPT(config)
-    model.init_weights(args.seed)
+    model = nanogpt_model.GPT(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd,
+                              dropout=0.0, bias=True)
     model.train()
-    optimizer = adamw_for(model, 1e-3, (0.9, 0.99), 1e-8, 0.1, foreach=None)  # torch's own choice
+    optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99), "cpu")
     gen = torch.Generator().manual_seed(args.seed)
     n = args.warmup + args.iters
-    data = torch.randint(0, config.vocab_size, (n, args.batch_size, args.block_size + 1), generator=gen)
+    data = torch.randint(0, args.vocab_size, (n, args.batch_size, args.block_size + 1), generator=gen)
     times = []
     for i in range(n):
         x, y = data[i, :, :-1].contiguous(), data[i, :, 1:].contiguous()
         t0 = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        _, loss = model(x, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        loss = nanogpt_model.train_iteration(model, optimizer, x, y, grad_clip=1.0)
         times.append(time.perf_counter() - t0)
     blas, blas_path, blas_threads_seen = blas_in_use()
     print(json.dumps({"intra": intra, "blas_threads": int(os.environ.get("OPENBLAS_NUM_THREADS", "0")),
@@ -555,6 +556,11 @@ def bench_one(args):
                       "ms_per_iter": 1000.0 * statistics.median(times[args.warmup:]),
                       "final_loss": loss.item(), "blas": blas, "blas_library": blas_path}))
     return 0
+
+
+# Variables some machines set that slow OpenBLAS down (a core type and an L2 size for another
+# CPU than this one): the peer runs without them, and the report says which were removed.
+OPENBLAS_THROTTLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 def cmd_bench(args):
@@ -565,9 +571,13 @@ def cmd_bench(args):
     config = {"n_layer": args.n_layer, "n_head": args.n_head, "n_embd": args.n_embd,
               "block_size": args.block_size, "batch_size": args.batch_size, "vocab_size": args.vocab_size,
               "iters": args.iters, "warmup": args.warmup, "dropout": 0.0, "cpus": ncpu,
-              "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "")}
-    print(f"bench: PyTorch {torch.__version__} eager, CPU ({ncpu} cores), one training iteration = "
-          f"zero_grad, forward, loss, backward, clip_grad_norm_(1.0), AdamW step")
+              "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
+              "model": "scripts/nanogpt_model.py (nanoGPT's model.py design)",
+              "unset": [v for v in OPENBLAS_THROTTLES if v in os.environ]}
+    print(f"bench: PyTorch {torch.__version__} eager, CPU ({ncpu} cores), nanoGPT's model and iteration "
+          f"(scripts/nanogpt_model.py): forward, loss, backward, clip_grad_norm_(1.0), AdamW step, zero_grad")
+    if config["unset"]:
+        print(f"bench: {', '.join(config['unset'])} removed from the peer's environment (they slow OpenBLAS)")
     print(f"bench: L={args.n_layer} NH={args.n_head} C={args.n_embd} T={args.block_size} B={args.batch_size} "
           f"V={args.vocab_size}; median of {args.iters} iterations after {args.warmup} warm-up; "
           f"OMP_WAIT_POLICY={config['OMP_WAIT_POLICY'] or '(unset: spin)'}", flush=True)
@@ -578,6 +588,8 @@ def cmd_bench(args):
         # OpenBLAS reads OPENBLAS_NUM_THREADS once, when it is loaded: hence one process
         # per setting. OMP_NUM_THREADS sizes torch's own OpenMP pool (intra-op).
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads), OMP_NUM_THREADS=str(intra))
+        for var in OPENBLAS_THROTTLES:
+            env.pop(var, None)
         cmd = [sys.executable, os.path.abspath(__file__), "bench", "--child-intra", str(intra)]
         for key in ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "vocab_size", "iters",
                     "warmup", "seed"):

@@ -316,6 +316,63 @@ class ModelTest(unittest.TestCase):
                 assert_close(self, p.detach().numpy(), x, 1e-12, 1e-9, f"AdamW step {t}: {n}")
 
 
+# ---- the speed peer (scripts/nanogpt_model.py) -------------------------------------------------
+
+class NanoGPTPeerTest(unittest.TestCase):
+    """The bench's peer must be the same model, or its speed says nothing about ours: with the
+    parity model's weights copied in (and its tanh GELU: nanoGPT's exact one is the only
+    difference), it gives the same logits, loss, gradients and AdamW step."""
+
+    def peer_from(self, weights):
+        import nanogpt_model as ng
+        c = CONFIG
+        peer = ng.GPT(c["vocab_size"], c["block_size"], c["n_layer"], c["n_head"], c["n_embd"]).double()
+        with torch.no_grad():
+            for name, p in peer.named_parameters():
+                ours = name.replace("transformer.", "")
+                ours = {"wte.weight": "wte", "wpe.weight": "wpe"}.get(ours, ours)
+                p.copy_(torch.from_numpy(weights[ours]).double())
+        for block in peer.transformer.h:
+            block.mlp.gelu = torch.nn.GELU(approximate="tanh")
+        return peer
+
+    def test_same_model_as_the_parity_reference(self):
+        import nanogpt_model as ng
+        weights = random_weights(CONFIG, 21, std=0.3)
+        batch = random_batch(CONFIG, 22)
+        inputs = torch.from_numpy(batch["inputs"].astype(np.int64))
+        targets = torch.from_numpy(batch["targets"].astype(np.int64))
+        ours = model_from(weights, CONFIG, torch.float64)
+        peer = self.peer_from(weights)
+        self.assertIs(peer.lm_head.weight, peer.transformer.wte.weight, "the head is tied to the embedding")
+        self.assertEqual(sum(p.numel() for p in peer.parameters()), sum(p.numel() for p in ours.parameters()))
+        logits, loss = ours(inputs, targets)
+        plogits, ploss = peer(inputs, targets)
+        assert_close(self, plogits.detach().numpy(), logits.detach().numpy(), 1e-12, 1e-9, "peer logits")
+        assert_close(self, ploss.item(), loss.item(), 1e-12, 1e-9, "peer loss")
+        # one nanoGPT iteration (clip + AdamW with two groups) = one step of ours
+        opt = gt.adamw_for(ours, 1e-2, (0.9, 0.99), 1e-8, 0.1)
+        opt.zero_grad(set_to_none=True)
+        ours(inputs, targets)[1].backward()
+        torch.nn.utils.clip_grad_norm_(ours.parameters(), 0.5)
+        opt.step()
+        popt = peer.configure_optimizers(0.1, 1e-2, (0.9, 0.99), "cpu")
+        ng.train_iteration(peer, popt, inputs, targets, grad_clip=0.5)
+        after = dict(ours.named_parameters())
+        for name, p in peer.named_parameters():
+            key = name.replace("transformer.", "")
+            key = {"wte.weight": "wte", "wpe.weight": "wpe"}.get(key, key)
+            assert_close(self, p.detach().numpy(), after[key].detach().numpy(), 1e-12, 1e-9, f"after a step: {name}")
+
+    def test_exact_gelu_by_default(self):
+        import nanogpt_model as ng
+        peer = ng.GPT(11, 8, 1, 2, 8).double()
+        gelu = peer.transformer.h[0].mlp.gelu
+        x = torch.tensor([-2.0, -0.5, 0.5, 2.0], dtype=torch.float64)  # tanh differs by 1e-4 at -2
+        assert_close(self, gelu(x).numpy(), (0.5 * x * (1 + torch.erf(x / math.sqrt(2)))).numpy(), 1e-7, 1e-6,
+                     "nanoGPT's nn.GELU() is the erf one")
+
+
 # ---- the parity subcommand, end to end -------------------------------------------------------
 
 class ParityCommandTest(unittest.TestCase):
