@@ -9,6 +9,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/parallel.h"
 #include "kernels/simd.h"
+#include "kernels/softmax.h"
 
 namespace kernels {
 
@@ -18,24 +19,8 @@ using std::ptrdiff_t;
 template <typename F>
 F crossentropy_forward_v1(F* probs, F* losses, const F* logits, const int32_t* targets, int N, int V) {
   // logits (N,V), targets (N) -> probs (N,V), losses (N); returns the mean loss
-  // probs = softmax(logits), row by row. Subtracting the max changes nothing mathematically
-  // (it cancels in the ratio) but keeps every exp() argument <= 0, so exp never overflows.
-  for (int n = 0; n < N; ++n) {
-    const F* x = logits + static_cast<ptrdiff_t>(n) * V;
-    F* p = probs + static_cast<ptrdiff_t>(n) * V;
-    F maxval = -std::numeric_limits<F>::infinity();
-    for (int v = 0; v < V; ++v) {
-      maxval = x[v] > maxval ? x[v] : maxval;
-    }
-    F sum = 0;
-    for (int v = 0; v < V; ++v) {
-      p[v] = std::exp(x[v] - maxval);
-      sum += p[v];
-    }
-    for (int v = 0; v < V; ++v) {
-      p[v] /= sum;
-    }
-  }
+  // probs = softmax(logits), row by row: the textbook loops (kernels/softmax.h).
+  softmax_loops(probs, logits, N, V);
   double total = 0.0;
   for (int n = 0; n < N; ++n) {
     // -log p_t computed from the logits (logsumexp - x_t) rather than log(p_t), so a

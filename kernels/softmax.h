@@ -74,6 +74,13 @@ void softmax_forward_v4(float* probs, const float* logits, int rows, int cols);
 // The fastest validated version (v3).
 void softmax_forward(float* probs, const float* logits, int rows, int cols);
 
+// The textbook three passes in F (float or double), the sum in F too: the plain loops the
+// cross-entropy's v1 starts with (kernels/crossentropy.h) and nn::softmax_forward, the
+// double-precision reference of the gradient checks. (v1 above sums in double whatever F:
+// the reference of this ladder's float versions.)
+template <typename F>
+void softmax_loops(F* probs, const F* logits, int rows, int cols);
+
 using SoftmaxVersion = OpVersion<SoftmaxFn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order: the bench and the tests iterate over this.
 const std::vector<SoftmaxVersion>& softmax_versions();
