@@ -245,7 +245,7 @@ TEST_CASE("gpt: fused residual + LayerNorm gives the diagram's forward and gradi
   }
 }
 
-TEST_CASE("gpt: naive and cpu are complete tables; fill_defaults fills and names what is missing", "[gpt][backend]") {
+TEST_CASE("gpt: naive and cpu are complete tables, and fill_defaults fills and names what is missing", "[gpt][backend]") {
   for (const std::string name : {"naive", "cpu"}) {
     const gpt::Backend be = name == "naive" ? gpt::naive_backend() : gpt::cpu_backend();
     CHECK(be.name() == name);

@@ -206,7 +206,7 @@ TEST_CASE("gpt cuda (emulated): the same inputs give bit-identical results run a
   }
 }
 
-TEST_CASE("gpt cuda (emulated): a complete table; kernel_plan and profiling read it; profiling changes no number",
+TEST_CASE("gpt cuda (emulated): a complete table, read by kernel_plan and profiling, and profiling changes no number",
           "[gpt][cuda]") {
   const gpt::Backend cuda = gpt::cuda_backend(kc::emulator(), "fp32");
   int ops = 0;
