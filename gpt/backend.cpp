@@ -1,5 +1,6 @@
-// gpt/backend.cpp: the naive backend (every op is the v1 rung of its kernels/ ladder: the
-// plain loops nn/ forwards to, argument checks first) and the default fused ops.
+// gpt/backend.cpp: the naive backend's table (every op is the v1 rung of its kernels/ ladder:
+// the plain loops nn/ forwards to, argument checks first) and fill_defaults (the default
+// fused and inference ops, and the check that a table is complete).
 // make_backend, which knows every backend, is gpt/backend_factory.cpp.
 #include "gpt/backend.h"
 
@@ -28,119 +29,108 @@
 
 namespace gpt {
 
-void Backend::residual_layernorm_forward(float* residual_out, float* ln_out, float* mean, float* rstd,
-                                         const float* a, const float* b, const float* weight,
-                                         const float* bias, int N, int C) {
-  residual_forward(residual_out, a, b, static_cast<int64_t>(N) * C);
-  layernorm_forward(ln_out, mean, rstd, residual_out, weight, bias, N, C);
+// ---- the defaults and the completeness check ----------------------------------------------
+
+void fill_defaults(Backend& be) {
+  NN_CHECK(be.name, "a backend table without a name (gpt/backend.h: fill every field)");
+  const std::string name = be.name();
+  // The fused ops default to the pair they fuse: the table's own ops, copied now, so that
+  // the default runs exactly what the backend's two ops run (and a profile, which wraps the
+  // table later, counts it as one op, as it is one to the model).
+  if (!be.residual_layernorm_forward) {
+    auto residual = be.residual_forward;
+    auto layernorm = be.layernorm_forward;
+    be.residual_layernorm_forward = [residual, layernorm](float* residual_out, float* ln_out, float* mean,
+                                                          float* rstd, const float* a, const float* b,
+                                                          const float* weight, const float* bias, int N, int C) {
+      residual(residual_out, a, b, static_cast<int64_t>(N) * C);
+      layernorm(ln_out, mean, rstd, residual_out, weight, bias, N, C);
+    };
+  }
+  if (!be.matmul_gelu_forward) {
+    auto matmul = be.matmul_forward;
+    auto gelu = be.gelu_forward;
+    be.matmul_gelu_forward = [matmul, gelu](float* pre, float* out, const float* inp, const float* weight,
+                                            const float* bias, int N, int C, int OC) {
+      matmul(pre, inp, weight, bias, N, C, OC);
+      gelu(out, pre, static_cast<int64_t>(N) * OC);
+    };
+  }
+  // The inference ops default to a clear error: a backend without them says so.
+  if (!be.matvec_forward) {
+    be.matvec_forward = [name](float*, const float*, const kernels::WeightsView&, const float*, int) {
+      NN_CHECK(false, "the " << name << " backend has no inference ops (matvec_forward)");
+    };
+  }
+  if (!be.attention_decode) {
+    be.attention_decode = [name](float*, float*, float*, const float*, int, int, int, int, int, int) {
+      NN_CHECK(false, "the " << name << " backend has no inference ops (attention_decode)");
+    };
+  }
+  for_each_op(be, [&](const char* op, const auto& fn) {
+    NN_CHECK(fn, "the " << name << " backend's table leaves " << op << " empty (gpt/backend.h)");
+  });
+  NN_CHECK(be.precision && be.memory && be.synchronize && be.measure_peak_flops && be.keeps_preatt &&
+               be.fuses_residual_layernorm && be.check_capacity,
+           "the " << name << " backend's table leaves a non-op field empty (gpt/backend.h)");
 }
 
-void Backend::matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
-                                  const float* bias, int N, int C, int OC) {
-  matmul_forward(pre, inp, weight, bias, N, C, OC);
-  gelu_forward(out, pre, static_cast<int64_t>(N) * OC);
-}
+// ---- naive: the v1 rung of every ladder, the plain loops -----------------------------------
+// The reference every other backend is tested against. The op is the kernel itself where
+// the signatures agree; a lambda where the backend checks its input first (the checks the
+// nn/ references make) or drops an argument the kernel does not take.
 
-void Backend::matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
-                             int N) {
-  (void)out, (void)inp, (void)w, (void)bias, (void)N;
-  NN_CHECK(false, "the " << name() << " backend has no inference ops (matvec_forward)");
-}
-
-void Backend::attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos,
-                               int C, int NH, int maxT) {
-  (void)out, (void)kcache, (void)vcache, (void)qkv, (void)B, (void)n, (void)pos, (void)C, (void)NH, (void)maxT;
-  NN_CHECK(false, "the " << name() << " backend has no inference ops (attention_decode)");
-}
-
-namespace {
-
-class NaiveBackend final : public Backend {
- public:
-  std::string name() const override { return "naive"; }
-
-  void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T,
-                       int C, int V) override {
+Backend naive_backend() {
+  Backend be;
+  be.name = [] { return std::string("naive"); };
+  be.encoder_forward = [](float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
+                          int V) {
     nn::check_token_ids(inp, B, T, V);
     kernels::encoder_forward_v1(out, inp, wte, wpe, B, T, C);
-  }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T,
-                        int C, int /*V*/) override {
-    kernels::encoder_backward_v1(dwte, dwpe, dout, inp, B, T, C);
-  }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override {
-    kernels::layernorm_forward_v1(out, mean, rstd, inp, weight, bias, N, C);
-  }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N,
-                          int C) override {
-    kernels::layernorm_backward_v1(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-  }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
-                      int OC) override {
-    kernels::linear_forward_v1(out, inp, weight, bias, N, C, OC);
-  }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override {
-    kernels::linear_backward_v1(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-  }
-  void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
-                         int NH) override {
+  };
+  be.encoder_backward = [](float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T, int C,
+                           int /*V*/) { kernels::encoder_backward_v1(dwte, dwpe, dout, inp, B, T, C); };
+  be.layernorm_forward = kernels::layernorm_forward_v1<float>;
+  be.layernorm_backward = kernels::layernorm_backward_v1<float>;
+  be.matmul_forward = kernels::linear_forward_v1<float>;
+  be.matmul_backward = kernels::linear_backward_v1<float>;
+  be.attention_forward = [](float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
     kernels::attention_forward_v1(out, preatt, att, qkv, B, T, C, NH);
-  }
-  void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override {
+  };
+  be.attention_backward = [](float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
     kernels::attention_backward_v1(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
-  }
-  void gelu_forward(float* out, const float* inp, int64_t n) override { kernels::gelu_forward_v1(out, inp, n); }
-  void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) override {
-    kernels::gelu_backward_v1(dinp, dout, inp, n);
-  }
-  void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
-    kernels::residual_forward_v1(out, a, b, n);
-  }
-  // inference: the plain-loop references of kernels/decode.h
-  void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
-                      int N) override {
-    kernels::matvec_v1(out, inp, w, bias, N);
-  }
-  void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                        int NH, int maxT) override {
-    kernels::attention_decode_v1(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
-  }
-  void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p,
-                       uint64_t seed) override {
+  };
+  be.gelu_forward = kernels::gelu_forward_v1<float>;
+  be.gelu_backward = kernels::gelu_backward_v1<float>;
+  be.residual_forward = kernels::residual_forward_v1<float>;
+  be.dropout_forward = [](float* out, float* mask, const float* inp, int64_t n, float p, uint64_t seed) {
     nn::check_dropout_p(p);
     kernels::dropout_forward_v1(out, mask, inp, n, p, seed);
-  }
-  void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t n) override {
-    kernels::dropout_backward_v1(dinp, dout, mask, n);
-  }
-  float crossentropy_forward(float* probs, float* losses, const float* logits, const int32_t* targets,
-                             int N, int V) override {
+  };
+  be.dropout_backward = kernels::dropout_backward_v1<float>;
+  be.crossentropy_forward = [](float* probs, float* losses, const float* logits, const int32_t* targets, int N,
+                               int V) {
     nn::check_targets(targets, N, V);
     return kernels::crossentropy_forward_v1(probs, losses, logits, targets, N, V);
-  }
-  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
-                             float dloss) override {
-    kernels::crossentropy_backward_v1(dlogits, probs, targets, N, V, dloss);
-  }
-  double sum_squares(const float* g, int64_t n) override { return kernels::sum_squares_v1(g, n); }
-  void scale(float* x, float s, int64_t n) override { kernels::scale_v1(x, s, n); }
-  void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
-                    float beta2, float eps, float weight_decay, int64_t t) override {
-    kernels::adamw_update_v1(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
-  }
-};
+  };
+  be.crossentropy_backward = kernels::crossentropy_backward_v1<float>;
+  // the fused ops: left to fill_defaults, the pair (the diagram's order)
+  // inference: the plain-loop references of kernels/decode.h
+  be.matvec_forward = kernels::matvec_v1;
+  be.attention_decode = kernels::attention_decode_v1;
+  be.sum_squares = kernels::sum_squares_v1;
+  be.scale = kernels::scale_v1;
+  be.adamw_update = kernels::adamw_update_v1;
+  fill_defaults(be);
+  return be;
+}
 
-}  // namespace
+std::unique_ptr<Backend> make_naive_backend() { return std::make_unique<Backend>(naive_backend()); }
 
-std::unique_ptr<Backend> make_naive_backend() { return std::make_unique<NaiveBackend>(); }
-
-double Backend::measure_peak_flops(int threads, std::string* what) {
+double host_peak_flops(int threads, std::string* what) {
   if (what) *what = "FMA loop on " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + ", measured now";
   return kernels::measure_fma_peak(threads, 0.2);
 }

@@ -1,6 +1,6 @@
 // gpt/backend_cpu.cpp: the fast CPU backend, `--backend cpu` (gpt/backend.h).
 //
-// A table over the kernels/ ladders: each op runs a named rung, the one the ladder's
+// A table over the kernels/ ladders (cpu_backend() fills a gpt::Backend): each op is a named rung, the one the ladder's
 // header, its tests (validated against v1, the naive backend's loop) and `nnlab bench
 // <op>` describe. Step into any call to read the kernel:
 //   encoder            kernels/encoder.h       v2  rows across threads; dwte by token id
@@ -39,113 +39,69 @@
 
 namespace gpt {
 
-namespace {
-
-class CpuBackend final : public Backend {
- public:
-  std::string name() const override { return "cpu"; }
+Backend cpu_backend() {
+  Backend be;
+  be.name = [] { return std::string("cpu"); };
   // The block's last residual add and the next LayerNorm in one pass (residual_layernorm
   // v2): the same values as the pair, one read of the stream fewer (gpt/model.h, Fusion).
-  bool fuses_residual_layernorm() const override { return true; }
+  be.fuses_residual_layernorm = [] { return true; };
 
-  void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T,
-                       int C, int V) override {
+  be.encoder_forward = [](float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
+                          int V) {
     nn::check_token_ids(inp, B, T, V);  // every id, before any thread reads a row
     kernels::encoder_forward_v2(out, inp, wte, wpe, B, T, C);
-  }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T,
-                        int C, int /*V*/) override {
-    kernels::encoder_backward_v2(dwte, dwpe, dout, inp, B, T, C);
-  }
+  };
+  be.encoder_backward = [](float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T, int C,
+                           int /*V*/) { kernels::encoder_backward_v2(dwte, dwpe, dout, inp, B, T, C); };
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override {
-    kernels::layernorm_forward_v4(out, mean, rstd, inp, weight, bias, N, C);
-  }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N,
-                          int C) override {
-    kernels::layernorm_backward_v2(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-  }
+  be.layernorm_forward = kernels::layernorm_forward_v4;
+  be.layernorm_backward = kernels::layernorm_backward_v2;
 
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
-                      int OC) override {
-    kernels::linear_forward_v2(out, inp, weight, bias, N, C, OC);
-  }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override {
-    kernels::linear_backward_v2(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-  }
+  be.matmul_forward = kernels::linear_forward_v2;
+  be.matmul_backward = kernels::linear_backward_v2;
 
-  void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
-                         int NH) override {
+  be.attention_forward = [](float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
     kernels::attention_forward_v2(out, preatt, att, qkv, B, T, C, NH);
-  }
-  void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override {
+  };
+  be.attention_backward = [](float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
     kernels::attention_backward_v2(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
-  }
+  };
 
-  void gelu_forward(float* out, const float* inp, int64_t n) override { kernels::gelu_forward_v2(out, inp, n); }
-  void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) override {
-    kernels::gelu_backward_v2(dinp, dout, inp, n);
-  }
+  be.gelu_forward = kernels::gelu_forward_v2;
+  be.gelu_backward = kernels::gelu_backward_v2;
 
-  void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
-    kernels::residual_forward_v2(out, a, b, n);
-  }
+  be.residual_forward = kernels::residual_forward_v2;
 
-  void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p,
-                       uint64_t seed) override {
+  be.dropout_forward = [](float* out, float* mask, const float* inp, int64_t n, float p, uint64_t seed) {
     nn::check_dropout_p(p);
     kernels::dropout_forward_v2(out, mask, inp, n, p, seed);
-  }
-  void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t n) override {
-    kernels::dropout_backward_v2(dinp, dout, mask, n);
-  }
+  };
+  be.dropout_backward = kernels::dropout_backward_v2;
 
-  float crossentropy_forward(float* probs, float* losses, const float* logits, const int32_t* targets, int N,
-                             int V) override {
+  be.crossentropy_forward = [](float* probs, float* losses, const float* logits, const int32_t* targets, int N,
+                               int V) {
     nn::check_targets(targets, N, V);
     return kernels::crossentropy_forward_v2(probs, losses, logits, targets, N, V);
-  }
-  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
-                             float dloss) override {
-    kernels::crossentropy_backward_v2(dlogits, probs, targets, N, V, dloss);
-  }
+  };
+  be.crossentropy_backward = kernels::crossentropy_backward_v2;
 
-  void residual_layernorm_forward(float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
-                                  const float* b, const float* weight, const float* bias, int N,
-                                  int C) override {
-    kernels::residual_layernorm_forward_v2(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
-  }
-  void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight, const float* bias,
-                           int N, int C, int OC) override {
-    kernels::linear_gelu_forward_v2(pre, out, inp, weight, bias, N, C, OC);
-  }
+  be.residual_layernorm_forward = kernels::residual_layernorm_forward_v2;
+  be.matmul_gelu_forward = kernels::linear_gelu_forward_v2;
 
   // inference (lesson 10): the fastest versions of kernels/decode.h
-  void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
-                      int N) override {
-    kernels::matvec(out, inp, w, bias, N);
-  }
-  void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                        int NH, int maxT) override {
-    kernels::attention_decode(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
-  }
+  be.matvec_forward = kernels::matvec;
+  be.attention_decode = kernels::attention_decode;
 
-  double sum_squares(const float* g, int64_t n) override { return kernels::sum_squares_v2(g, n); }
-  void scale(float* x, float s, int64_t n) override { kernels::scale_v2(x, s, n); }
-  void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
-                    float eps, float weight_decay, int64_t t) override {
-    kernels::adamw_update_v2(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
-  }
-};
+  be.sum_squares = kernels::sum_squares_v2;
+  be.scale = kernels::scale_v2;
+  be.adamw_update = kernels::adamw_update_v2;
+  fill_defaults(be);
+  return be;
+}
 
-}  // namespace
-
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<Backend>(cpu_backend()); }
 
 }  // namespace gpt

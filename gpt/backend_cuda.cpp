@@ -1,11 +1,14 @@
 // gpt/backend_cuda.cpp: `--backend cuda` (gpt/backend_cuda.h). The backend is a table over
 // the CUDA ladders (kernels/cuda/device.h: Kernels): one chosen rung per op, listed once in
-// CudaBackend's constructor (which rung of which ladder, and what the trainer uses it for),
-// from which kernel_plan() prints; each Backend op is one or two calls of those rungs.
+// CudaRungs' constructor (which rung of which ladder, and what the trainer uses it for),
+// from which kernel_plan() prints; cuda_backend() fills the gpt::Backend table, each op one
+// or two calls of those rungs.
 #include "gpt/backend_cuda.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -120,10 +123,11 @@ int as_int(int64_t n) {
   return static_cast<int>(n);
 }
 
-class CudaBackend final : public Backend {
- public:
+// The cuda backend's state, shared by every callable of its table: the device, the chosen
+// rung of each ladder and the scratch the ops need.
+struct CudaRungs {
   // The table: for each op, the rung of its ladder this backend runs, and what for.
-  CudaBackend(kc::Device& dev, Precision precision)
+  CudaRungs(kc::Device& dev, Precision precision)
       : dev_(dev), k_(dev.kernels()), mem_(dev), precision_(precision),
         matmul_(use(plan_, "matmul (forward, dinp, dweight)", k_.matmul, "matmul", matmul_rung(precision))),
         bias_backward_(use(plan_, "matmul dbias", k_.bias_backward, "bias_backward", "v2")),
@@ -150,16 +154,7 @@ class CudaBackend final : public Backend {
                               "attention_decode", "last")),
         sum_buffer_(dev, kc::kSumWorkspaceDoubles + 1) {}
 
-  std::string name() const override { return "cuda " + precision() + " on " + dev_.info().name; }
-  std::string precision() const override { return precision_name(precision_); }
-  Memory& memory() override { return mem_; }
-  bool keeps_preatt() const override { return false; }
-  // residual + LayerNorm as one kernel (gpt/model.h, Fusion)
-  bool fuses_residual_layernorm() const override { return true; }
-  void synchronize() override { dev_.synchronize(); }
-  kc::Device& device() { return dev_; }
-
-  double measure_peak_flops(int /*threads*/, std::string* what) override {
+  double measure_peak_flops(std::string* what) {
     if (dev_.info().emulated) {
       if (what) *what = "not measured: the emulator's speed says nothing about a GPU";
       return 0.0;
@@ -188,44 +183,20 @@ class CudaBackend final : public Backend {
     return 2.0 * n * n * static_cast<double>(n) / (best / 1e3);
   }
 
-  void check_capacity(const GPTConfig& c, int B, int T) override {
+  void check_capacity(const GPTConfig& c, int B, int T) {
     const size_t total = dev_.info().memory_bytes, used = dev_.memory_in_use();
     check_device_memory(c, B, T, total > used ? total - used : 0, dev_.info().name);
   }
 
-  const Plan& plan() const { return plan_; }
-
-  void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
-                       int /*V: ids were checked by gpt_forward*/) override {
-    encoder_forward_.run(out, inp, wte, wpe, B, T, C);
-  }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T, int C,
-                        int V) override {
-    encoder_backward_.run(dwte, dwpe, dout, inp, B, T, C, V);
-  }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override {
-    layernorm_forward_.run(out, mean, rstd, inp, weight, bias, N, C);
-  }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
-    layernorm_backward_.run(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-  }
-  void residual_layernorm_forward(float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
-                                  const float* b, const float* weight, const float* bias, int N, int C) override {
-    residual_layernorm_.run(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
-  }
-
   // out (N,OC) = inp (N,C) . W (OC,C)^T + bias
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
-                      int OC) override {
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
     kc::MatmulArgs args;
     args.trans_b = true;
     args.bias = bias;
     matmul_.run(out, inp, weight, N, OC, C, args);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override {
+                       const float* weight, int N, int C, int OC) {
     if (dinp != nullptr) matmul_.run(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
     kc::MatmulArgs dw;                                                     // dW += dout^T . inp
     dw.trans_a = true;
@@ -233,20 +204,9 @@ class CudaBackend final : public Backend {
     matmul_.run(dweight, dout, inp, OC, C, N, dw);
     if (dbias != nullptr) bias_backward_.run(dbias, dout, N, OC);
   }
-  void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight, const float* bias, int N,
-                           int C, int OC) override {
-    matmul_forward(pre, inp, weight, bias, N, C, OC);
-    gelu_.run(out, pre, as_int(static_cast<int64_t>(N) * OC));
-  }
 
-  // The unfused attention keeps the probabilities in its (B,NH,T,T) workspace: that is the
-  // layer's `att` buffer, which the backward reads. No preatt on this backend (nullptr).
-  void attention_forward(float* out, float* /*preatt*/, float* att, const float* qkv, int B, int T, int C,
-                         int NH) override {
-    attention_.run(out, att, qkv, B, T, C, NH);
-  }
-  void attention_backward(float* dqkv, float* dpreatt, float* /*datt: follows dpreatt*/, const float* dout,
-                          const float* qkv, const float* att, int B, int T, int C, int NH) override {
+  void attention_backward(float* dqkv, float* dpreatt, const float* dout, const float* qkv, const float* att, int B,
+                          int T, int C, int NH) {
     // The scratch's dpreatt and datt are adjacent (gpt/model.cpp): 2 B NH T T floats.
     const size_t have = 2 * static_cast<size_t>(B) * NH * T * T * sizeof(float);
     const size_t need = attention_backward_.workspace ? attention_backward_.workspace(B, T, C, NH) : 0;
@@ -258,39 +218,15 @@ class CudaBackend final : public Backend {
     attention_backward_.run(dqkv, ws, dout, qkv, att, B, T, C, NH);
   }
 
-  void gelu_forward(float* out, const float* inp, int64_t n) override {
-    if (n > 0) gelu_.run(out, inp, as_int(n));
-  }
-  void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) override {
-    if (n > 0) gelu_backward_.run(dinp, dout, inp, static_cast<size_t>(n));
-  }
-  void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
-    if (n > 0) add_.run(out, a, b, static_cast<size_t>(n));
-  }
-  void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p, uint64_t seed) override {
-    if (n > 0) dropout_.run(out, mask, inp, static_cast<size_t>(n), p, seed);
-  }
-  void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t n) override {
-    if (n > 0) multiply_.run(dinp, dout, mask, static_cast<size_t>(n));
-  }
-
   float crossentropy_forward(float* probs, float* losses, const float* logits, const int32_t* targets, int N,
-                             int V) override {
+                             int V) {
     softmax_.run(probs, logits, N, V);
     ce_loss_.run(losses, probs, targets, N, V);
     return static_cast<float>(sum(losses, N, false) / N);  // waits: the loss is logged every step
   }
-  void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
-                             float dloss) override {
-    ce_backward_.run(dlogits, probs, targets, N, V, dloss / static_cast<float>(N));
-  }
 
-  double sum_squares(const float* g, int64_t n) override { return sum(g, n, true); }
-  void scale(float* x, float s, int64_t n) override {
-    if (n > 0) scale_.run(x, s, static_cast<size_t>(n));
-  }
   void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
-                    float eps, float weight_decay, int64_t t) override {
+                    float eps, float weight_decay, int64_t t) {
     if (n == 0) return;
     kc::AdamWArgs a;
     a.lr = lr;
@@ -302,27 +238,6 @@ class CudaBackend final : public Backend {
     adamw_.run(p, m, v, g, static_cast<size_t>(n), a);
   }
 
-  // Inference (lesson 10): the table's last versions; w's pointers are device pointers. The
-  // launchers' size checks (kernels::cuda::Error) come back as nn::Error.
-  void matvec_forward(float* out, const float* inp, const kernels::WeightsView& w, const float* bias,
-                      int N) override {
-    if (N <= 0 || w.rows <= 0) return;
-    try {
-      matvec_.run(out, inp, w, bias, N);
-    } catch (const kc::Error& e) {
-      NN_CHECK(false, e.what());
-    }
-  }
-  void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                        int NH, int maxT) override {
-    try {
-      attention_decode_.run(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
-    } catch (const kc::Error& e) {
-      NN_CHECK(false, e.what());
-    }
-  }
-
- private:
   // sum (or sum of squares) of x on the device, brought back (the host waits for it)
   double sum(const float* x, int64_t n, bool squares) {
     if (n == 0) return 0.0;
@@ -366,9 +281,119 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
+// The table: each op one or two calls of the rungs CudaRungs chose; every callable shares
+// the one CudaRungs (device, workspaces), which lives as long as any copy of the table.
+Backend cuda_backend(kc::Device& device, const std::string& precision) {
+  const Precision chosen = choose_precision(precision, device.info().sm, device.info().name);
+  auto r = std::make_shared<CudaRungs>(device, chosen);
+  Backend be;
+  be.name = [r] { return "cuda " + precision_name(r->precision_) + " on " + r->dev_.info().name; };
+  be.precision = [r] { return precision_name(r->precision_); };
+  be.memory = [r]() -> Memory& { return r->mem_; };
+  be.keeps_preatt = [] { return false; };
+  // residual + LayerNorm as one kernel (gpt/model.h, Fusion)
+  be.fuses_residual_layernorm = [] { return true; };
+  be.synchronize = [r] { r->dev_.synchronize(); };
+  be.measure_peak_flops = [r](int /*threads*/, std::string* what) { return r->measure_peak_flops(what); };
+  be.check_capacity = [r](const GPTConfig& c, int B, int T) { r->check_capacity(c, B, T); };
+  be.rungs = r->plan_;
+
+  be.encoder_forward = [r](float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
+                           int /*V: ids were checked by gpt_forward*/) {
+    r->encoder_forward_.run(out, inp, wte, wpe, B, T, C);
+  };
+  be.encoder_backward = [r](float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T, int C,
+                            int V) { r->encoder_backward_.run(dwte, dwpe, dout, inp, B, T, C, V); };
+  be.layernorm_forward = [r](float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                             const float* bias, int N, int C) {
+    r->layernorm_forward_.run(out, mean, rstd, inp, weight, bias, N, C);
+  };
+  be.layernorm_backward = [r](float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                              const float* weight, const float* mean, const float* rstd, int N, int C) {
+    r->layernorm_backward_.run(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  };
+  be.residual_layernorm_forward = [r](float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
+                                      const float* b, const float* weight, const float* bias, int N, int C) {
+    r->residual_layernorm_.run(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
+  };
+
+  be.matmul_forward = [r](float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                          int OC) { r->matmul_forward(out, inp, weight, bias, N, C, OC); };
+  be.matmul_backward = [r](float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                           const float* weight, int N, int C, int OC) {
+    r->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  };
+  be.matmul_gelu_forward = [r](float* pre, float* out, const float* inp, const float* weight, const float* bias,
+                               int N, int C, int OC) {
+    r->matmul_forward(pre, inp, weight, bias, N, C, OC);
+    r->gelu_.run(out, pre, as_int(static_cast<int64_t>(N) * OC));
+  };
+
+  // The unfused attention keeps the probabilities in its (B,NH,T,T) workspace: that is the
+  // layer's `att` buffer, which the backward reads. No preatt on this backend (nullptr).
+  be.attention_forward = [r](float* out, float* /*preatt*/, float* att, const float* qkv, int B, int T, int C,
+                             int NH) { r->attention_.run(out, att, qkv, B, T, C, NH); };
+  be.attention_backward = [r](float* dqkv, float* dpreatt, float* /*datt: follows dpreatt*/, const float* dout,
+                              const float* qkv, const float* att, int B, int T, int C, int NH) {
+    r->attention_backward(dqkv, dpreatt, dout, qkv, att, B, T, C, NH);
+  };
+
+  be.gelu_forward = [r](float* out, const float* inp, int64_t n) {
+    if (n > 0) r->gelu_.run(out, inp, as_int(n));
+  };
+  be.gelu_backward = [r](float* dinp, const float* dout, const float* inp, int64_t n) {
+    if (n > 0) r->gelu_backward_.run(dinp, dout, inp, static_cast<size_t>(n));
+  };
+  be.residual_forward = [r](float* out, const float* a, const float* b, int64_t n) {
+    if (n > 0) r->add_.run(out, a, b, static_cast<size_t>(n));
+  };
+  be.dropout_forward = [r](float* out, float* mask, const float* inp, int64_t n, float p, uint64_t seed) {
+    if (n > 0) r->dropout_.run(out, mask, inp, static_cast<size_t>(n), p, seed);
+  };
+  be.dropout_backward = [r](float* dinp, const float* dout, const float* mask, int64_t n) {
+    if (n > 0) r->multiply_.run(dinp, dout, mask, static_cast<size_t>(n));
+  };
+
+  be.crossentropy_forward = [r](float* probs, float* losses, const float* logits, const int32_t* targets, int N,
+                                int V) { return r->crossentropy_forward(probs, losses, logits, targets, N, V); };
+  be.crossentropy_backward = [r](float* dlogits, const float* probs, const int32_t* targets, int N, int V,
+                                 float dloss) {
+    r->ce_backward_.run(dlogits, probs, targets, N, V, dloss / static_cast<float>(N));
+  };
+
+  be.sum_squares = [r](const float* g, int64_t n) { return r->sum(g, n, true); };
+  be.scale = [r](float* x, float s, int64_t n) {
+    if (n > 0) r->scale_.run(x, s, static_cast<size_t>(n));
+  };
+  be.adamw_update = [r](float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
+                        float eps, float weight_decay, int64_t t) {
+    r->adamw_update(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
+  };
+
+  // Inference (lesson 10): the table's last versions; w's pointers are device pointers. The
+  // launchers' size checks (kernels::cuda::Error) come back as nn::Error.
+  be.matvec_forward = [r](float* out, const float* inp, const kernels::WeightsView& w, const float* bias, int N) {
+    if (N <= 0 || w.rows <= 0) return;
+    try {
+      r->matvec_.run(out, inp, w, bias, N);
+    } catch (const kc::Error& e) {
+      NN_CHECK(false, e.what());
+    }
+  };
+  be.attention_decode = [r](float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                            int NH, int maxT) {
+    try {
+      r->attention_decode_.run(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
+    } catch (const kc::Error& e) {
+      NN_CHECK(false, e.what());
+    }
+  };
+  fill_defaults(be);
+  return be;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(kc::Device& device, const std::string& precision) {
-  const Precision p = choose_precision(precision, device.info().sm, device.info().name);
-  return std::make_unique<CudaBackend>(device, p);
+  return std::make_unique<Backend>(cuda_backend(device, precision));
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const std::string& precision) {
@@ -383,10 +408,9 @@ std::unique_ptr<Backend> make_cuda_backend(const std::string& precision) {
   return make_cuda_backend(*gpu, precision);
 }
 
-std::vector<std::pair<std::string, std::string>> kernel_plan(Backend& be) {
-  auto* cuda = dynamic_cast<CudaBackend*>(&be);
-  NN_CHECK(cuda != nullptr, "kernel_plan: the " << be.name() << " backend is not the cuda backend");
-  return cuda->plan();
+std::vector<std::pair<std::string, std::string>> kernel_plan(const Backend& be) {
+  NN_CHECK(!be.rungs.empty(), "kernel_plan: the " << be.name() << " backend is not the cuda backend");
+  return be.rungs;
 }
 
 }  // namespace gpt

@@ -1,7 +1,7 @@
 // gpt/backend_cuda.h: `--backend cuda`, the GPT on the lesson-09 kernels.
 //
 // Parameters, gradients, AdamW state, activations and token ids live in device memory
-// (Backend::memory(): the model is moved there with gpt_move_to). Every op is a call into the
+// (Backend::memory: the model is moved there with gpt_move_to). Every op is a call into the
 // device's kernel table (kernels/cuda/device.h: Kernels), the very functions `nnlab cuda
 // bench` validates and times and lesson 09 teaches; the rungs used are listed by
 // kernel_plan(). Kernels are
@@ -47,10 +47,14 @@ Precision choose_precision(const std::string& name, int sm, const std::string& d
 // (no device, a driver problem, or a GPU whose architecture this build has no code for).
 std::unique_ptr<Backend> make_cuda_backend(const std::string& precision = "auto");
 std::unique_ptr<Backend> make_cuda_backend(kernels::cuda::Device& device, const std::string& precision);
+// The table itself (gpt/backend.h): its callables share the device's chosen rungs and the
+// backend's scratch, kept alive by every copy of the table.
+Backend cuda_backend(kernels::cuda::Device& device, const std::string& precision);
 
 // Which version of which kernel the backend calls for each of its ops, for the lesson and
 // the logs: {"matmul (forward, dinp, dweight)", "matmul v11 any layout (BF16)"}, ...
-std::vector<std::pair<std::string, std::string>> kernel_plan(Backend& cuda_backend);
+// (Backend::rungs; nn::Error for a table that has none, i.e. not the cuda backend.)
+std::vector<std::pair<std::string, std::string>> kernel_plan(const Backend& cuda_backend);
 
 // The device bytes a training run at (B, T) needs (memory_breakdown plus the backend's own
 // scratch), and nn::Error when that exceeds `free_bytes`: the message lists parameters,

@@ -21,6 +21,8 @@
 #include "io/progress.h"
 #include "nn/rng.h"
 
+// The one place the paths cmake/torch_python.cmake found are read (compile definitions of
+// nnlab_gpt, gpt/CMakeLists.txt); a build without them has no PyTorch reference.
 #ifndef NNLAB_TORCH_PYTHON
 #define NNLAB_TORCH_PYTHON ""
 #endif
@@ -29,6 +31,9 @@
 #endif
 
 namespace gpt {
+
+std::string torch_python() { return NNLAB_TORCH_PYTHON; }
+std::string torch_script() { return NNLAB_TORCH_SCRIPT; }
 
 namespace fs = std::filesystem;
 
@@ -99,7 +104,7 @@ std::string json_string(const std::string& json, const std::string& key) {
 // Runs scripts/gpt_torch.py with `args`; its JSON report ("" when PyTorch is missing or the
 // script failed, with the reason in *why).
 std::string run_torch(const std::string& args, std::string* why) {
-  const std::string py = NNLAB_TORCH_PYTHON, script = NNLAB_TORCH_SCRIPT;
+  const std::string py = torch_python(), script = torch_script();
   if (py.empty() || script.empty()) {
     *why = "skipped: no Python with PyTorch was found when nnlab was configured (install python3-torch, re-run cmake)";
     return "";
@@ -141,12 +146,12 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
   };
   std::vector<Row> rows;
   std::map<std::string, double> peak_of;  // precision -> the peak measured for it
-  struct Profile {
+  struct BackendProfile {
     std::string backend;
     std::vector<ProfileRow> rows;  // totals over `steps`
     int steps = 1;
   };
-  std::vector<Profile> profiles;
+  std::vector<BackendProfile> profiles;
   std::vector<std::string> cuda_precisions;
   for (const std::string& spec : specs) {
     const auto colon = spec.find(':');
@@ -163,11 +168,12 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     const double ms = time_train_step(oo, *be, iters, name == "naive" ? 1 : b.warmup);
     rows.push_back({"nnlab " + be->name(), precision, ms, peak, "peak: " + (what.empty() ? "-" : what)});
     if (b.profile) {
-      ProfilingBackend prof(*be);
-      time_train_step(oo, prof, 1, 0);  // first launches, allocations
+      Profile prof;
+      Backend timed = profiled(*be, prof);
+      time_train_step(oo, timed, 1, 0);  // first launches, allocations
       prof.reset();
       const int steps = name == "naive" ? 1 : 5;
-      time_train_step(oo, prof, steps, 0);
+      time_train_step(oo, timed, steps, 0);
       profiles.push_back({be->name(), prof.rows(), steps});
     }
   }
@@ -252,7 +258,7 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     std::cout << "\n";
   }
   std::ostringstream prof_md;
-  for (const Profile& p : profiles) {
+  for (const BackendProfile& p : profiles) {
     prof_md << "\nwhere a step goes on " << p.backend << " (each op waited for; mean of " << p.steps << " steps):\n\n";
     print_profile(prof_md, p.rows, p.steps);
   }
@@ -274,7 +280,7 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     }
     js << "], \"profiles\": [";
     for (size_t i = 0; i < profiles.size(); ++i) {
-      const Profile& pr = profiles[i];
+      const BackendProfile& pr = profiles[i];
       js << (i ? ", " : "") << "{\"backend\": " << kernels::harness::json_string(pr.backend) << ", \"ops\": [";
       for (size_t k = 0; k < pr.rows.size(); ++k) {
         const ProfileRow& p = pr.rows[k];

@@ -35,6 +35,11 @@ struct BenchOptions {
 double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup);
 double time_train_step(const TrainOptions& o, Backend& be, int iters, int warmup);
 
+// The Python that imports torch and scripts/gpt_torch.py, as cmake/torch_python.cmake found
+// them when this library was built; "" when it found none (the PyTorch reference is skipped).
+std::string torch_python();
+std::string torch_script();
+
 // `nnlab gpt bench` at the model and batch of `o`: prints the table (and writes b.json,
 // b.markdown when given); exit status.
 int run_bench(const TrainOptions& o, const BenchOptions& b);

@@ -1,11 +1,66 @@
-// gpt/profile.cpp: print_profile (gpt/profile.h).
+// gpt/profile.cpp: profiled() and print_profile (gpt/profile.h).
 #include "gpt/profile.h"
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <iomanip>
 #include <ostream>
+#include <type_traits>
+#include <utility>
 
 namespace gpt {
+
+void Profile::reset() {
+  rows_.clear();
+  index_.clear();
+}
+
+void Profile::add(const std::string& op, double ms) {
+  auto it = index_.find(op);
+  if (it == index_.end()) {
+    it = index_.emplace(op, rows_.size()).first;
+    rows_.push_back({op, 0, 0.0});
+  }
+  rows_[it->second].calls += 1;
+  rows_[it->second].ms += ms;
+}
+
+namespace {
+
+// Replaces `op` by: wait for the device, run the old op, wait again, add the time to
+// `profile` under `name`. One template for every op's signature (R its result, A... its
+// arguments), so no op is forwarded by hand.
+template <class R, class... A>
+void time_op(std::function<R(A...)>& op, const std::string& name, const std::function<void()>& synchronize,
+             Profile& profile) {
+  op = [inner = op, name, synchronize, &profile](A... args) -> R {
+    synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto done = [&] {
+      synchronize();
+      profile.add(name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    };
+    if constexpr (std::is_void_v<R>) {
+      inner(std::forward<A>(args)...);
+      done();
+    } else {
+      R r = inner(std::forward<A>(args)...);
+      done();
+      return r;
+    }
+  };
+}
+
+}  // namespace
+
+Backend profiled(const Backend& inner, Profile& profile) {
+  Backend be = inner;  // the fields (memory, synchronize, ...) stay inner's
+  const std::string name = inner.name();
+  be.name = [name] { return name + " (profiled)"; };
+  for_each_op(be, [&](const char* op, auto& fn) { time_op(fn, op, inner.synchronize, profile); });
+  return be;
+}
 
 void print_profile(std::ostream& os, std::vector<ProfileRow> rows, int steps) {
   std::sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });

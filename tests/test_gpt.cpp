@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <typeinfo>
 
+#include "gpt/backend.h"
 #include "gpt/model.h"
+#include "gpt/profile.h"
 #include "gpt/train.h"
 #include "nn/checkpoint.h"
 #include "nn/rng.h"
@@ -239,6 +242,111 @@ TEST_CASE("gpt: fused residual + LayerNorm gives the diagram's forward and gradi
       }
       CHECK(fused.grads_memory == ref.grads_memory);
     }
+  }
+}
+
+TEST_CASE("gpt: naive and cpu are complete tables, and fill_defaults fills and names what is missing", "[gpt][backend]") {
+  for (const std::string name : {"naive", "cpu"}) {
+    const gpt::Backend be = name == "naive" ? gpt::naive_backend() : gpt::cpu_backend();
+    CHECK(be.name() == name);
+    CHECK(be.precision() == "fp32");
+    CHECK(&be.memory() == &gpt::host_memory());
+    int ops = 0;
+    gpt::for_each_op(be, [&](const char* op, const auto& fn) {
+      INFO(name << " " << op);
+      CHECK(static_cast<bool>(fn));
+      ++ops;
+    });
+    CHECK(ops == 22);  // every op of gpt/backend.h, once
+  }
+  // A table with its fused and inference ops left empty: fill_defaults makes the fused ops
+  // the table's own pair (bit for bit what the pair computes) and the inference ops errors.
+  gpt::Backend t = gpt::cpu_backend();
+  t.name = [] { return std::string("partial"); };
+  t.residual_layernorm_forward = nullptr;
+  t.matmul_gelu_forward = nullptr;
+  t.matvec_forward = nullptr;
+  t.attention_decode = nullptr;
+  gpt::fill_defaults(t);
+  const int N = 5, C = 19, OC = 7;
+  nn::Rng rng(3);
+  std::vector<float> a(N * C), b(N * C), w(C), bias(C), mw(OC * C), mb(OC);
+  for (auto* v : {&a, &b, &w, &bias, &mw, &mb}) {
+    for (float& x : *v) x = rng.normal(0.0f, 1.0f);
+  }
+  std::vector<float> res1(N * C), ln1(N * C), mean1(N), rstd1(N), res2(N * C), ln2(N * C), mean2(N), rstd2(N);
+  t.residual_layernorm_forward(res1.data(), ln1.data(), mean1.data(), rstd1.data(), a.data(), b.data(), w.data(),
+                               bias.data(), N, C);
+  t.residual_forward(res2.data(), a.data(), b.data(), N * C);
+  t.layernorm_forward(ln2.data(), mean2.data(), rstd2.data(), res2.data(), w.data(), bias.data(), N, C);
+  CHECK(res1 == res2);
+  CHECK(ln1 == ln2);
+  CHECK(rstd1 == rstd2);
+  std::vector<float> pre1(N * OC), out1(N * OC), pre2(N * OC), out2(N * OC);
+  t.matmul_gelu_forward(pre1.data(), out1.data(), a.data(), mw.data(), mb.data(), N, C, OC);
+  t.matmul_forward(pre2.data(), a.data(), mw.data(), mb.data(), N, C, OC);
+  t.gelu_forward(out2.data(), pre2.data(), N * OC);
+  CHECK(pre1 == pre2);
+  CHECK(out1 == out2);
+  CHECK_THAT(testing::error_of([&] { t.matvec_forward(nullptr, nullptr, kernels::WeightsView{}, nullptr, 1); }),
+             Catch::Contains("the partial backend has no inference ops (matvec_forward)"));
+  CHECK_THAT(testing::error_of([&] { t.attention_decode(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 4, 1, 4); }),
+             Catch::Contains("the partial backend has no inference ops (attention_decode)"));
+  // an op no default can stand for is named
+  gpt::Backend u = gpt::naive_backend();
+  u.gelu_backward = nullptr;
+  CHECK_THAT(testing::error_of([&] { gpt::fill_defaults(u); }), Catch::Contains("leaves gelu_backward empty"));
+}
+
+TEST_CASE("gpt: profiled() wraps every op of any table, counts them, and changes no number", "[gpt][backend]") {
+  for (const std::string name : {"naive", "cpu"}) {
+    INFO(name);
+    auto be = gpt::make_backend(name);
+    gpt::Profile prof;
+    const gpt::Backend timed = gpt::profiled(*be, prof);
+    CHECK(timed.name() == name + " (profiled)");
+    CHECK(&timed.memory() == &be->memory());
+    CHECK(timed.fuses_residual_layernorm() == be->fuses_residual_layernorm());
+    CHECK(timed.keeps_preatt() == be->keeps_preatt());
+    // every op of the copy is a new callable (the timing wrapper), none the inner one
+    std::vector<const std::type_info*> inner, outer;
+    gpt::for_each_op(*be, [&](const char*, const auto& fn) { inner.push_back(&fn.target_type()); });
+    gpt::for_each_op(timed, [&](const char*, const auto& fn) { outer.push_back(&fn.target_type()); });
+    REQUIRE(inner.size() == outer.size());
+    for (size_t i = 0; i < inner.size(); ++i) CHECK(*inner[i] != *outer[i]);
+
+    // one training step on each, same weights and batch: bit-identical loss and weights
+    gpt::GPTConfig c = tiny_config(0.1f);
+    gpt::GPT m1 = gpt::gpt_create(c);
+    gpt::gpt_init_weights(m1, 4);
+    gpt::GPT m2 = m1;
+    std::vector<int32_t> x, y;
+    random_tokens(x, 2 * 8, c.vocab_size, 41);
+    random_tokens(y, 2 * 8, c.vocab_size, 42);
+    gpt::Backend plain = *be;
+    gpt::Backend profiled_copy = timed;
+    const gpt::StepResult r1 = gpt::train_step(m1, plain, {{x.data(), y.data(), 5}}, 2, 8, gpt::StepOptions{});
+    const gpt::StepResult r2 = gpt::train_step(m2, profiled_copy, {{x.data(), y.data(), 5}}, 2, 8, gpt::StepOptions{});
+    CHECK(r1.loss == r2.loss);
+    CHECK(r1.grad_norm == r2.grad_norm);
+    CHECK(m1.params_memory == m2.params_memory);
+    // the rows: the ops the step ran, each counted
+    const std::vector<gpt::ProfileRow> rows = prof.rows();
+    auto calls = [&](const std::string& op) -> int64_t {
+      for (const auto& r : rows) {
+        if (r.op == op) return r.calls;
+      }
+      return 0;
+    };
+    CHECK(calls("encoder_forward") == 1);
+    CHECK(calls("encoder_backward") == 1);
+    CHECK(calls("crossentropy_forward") == 1);
+    CHECK(calls("attention_forward") == c.n_layer);
+    CHECK(calls("adamw_update") >= 1);
+    CHECK(calls("matvec_forward") == 0);
+    for (const auto& r : rows) CHECK(r.ms >= 0.0);
+    prof.reset();
+    CHECK(prof.rows().empty());
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "gpt/backend_cuda.h"
 #include "gpt/model.h"
+#include "gpt/profile.h"
 #include "gpt/train.h"
 #include "kernels/cuda/device.h"
 #include "nn/rng.h"
@@ -203,6 +204,43 @@ TEST_CASE("gpt cuda (emulated): the same inputs give bit-identical results run a
     if (run == 0) first = p;
     else CHECK(p == first);
   }
+}
+
+TEST_CASE("gpt cuda (emulated): a complete table, read by kernel_plan and profiling, and profiling changes no number",
+          "[gpt][cuda]") {
+  const gpt::Backend cuda = gpt::cuda_backend(kc::emulator(), "fp32");
+  int ops = 0;
+  gpt::for_each_op(cuda, [&](const char* op, const auto& fn) {
+    INFO(op);
+    CHECK(static_cast<bool>(fn));
+    ++ops;
+  });
+  CHECK(ops == 22);
+  CHECK(cuda.precision() == "fp32");
+  CHECK_FALSE(cuda.keeps_preatt());
+  CHECK_FALSE(cuda.memory().is_host());
+  CHECK_FALSE(gpt::kernel_plan(cuda).empty());
+  CHECK_THAT(testing::error_of([] { gpt::kernel_plan(*gpt::make_backend("cpu")); }),
+             Catch::Contains("not the cuda backend"));
+
+  gpt::Profile prof;
+  gpt::Backend timed = gpt::profiled(cuda, prof);
+  CHECK(timed.name() == cuda.name() + " (profiled)");
+  CHECK(&timed.memory() == &cuda.memory());
+  CHECK(gpt::kernel_plan(timed) == gpt::kernel_plan(cuda));
+  // one step plain and one profiled, from the same weights: the same parameters bit for bit
+  const gpt::GPTConfig c = small_config(0.1f, true);
+  const auto x = random_ids(2 * 12, c.vocab_size, 1), y = random_ids(2 * 12, c.vocab_size, 2);
+  std::vector<float> params[2];
+  for (int run = 0; run < 2; ++run) {
+    gpt::Backend be = run == 0 ? cuda : timed;
+    gpt::GPT m = gpt::gpt_create(c, be.memory());
+    gpt::gpt_init_weights(m, 3);
+    gpt::train_step(m, be, {{x.data(), y.data(), 9}}, 2, 12, gpt::StepOptions{});
+    params[run] = m.params_memory.to_vector();
+  }
+  CHECK(params[0] == params[1]);
+  CHECK_FALSE(prof.rows().empty());
 }
 
 TEST_CASE("gpt cuda (emulated): train, checkpoint on cuda, resume on cpu, sample on cuda", "[gpt][cuda]") {

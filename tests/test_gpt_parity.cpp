@@ -6,25 +6,19 @@
 // per tensor, max |ours - torch| / max |torch| < 1e-4 (fp32 both sides).
 //
 // Tagged [parity]: tests/CMakeLists.txt registers these only when cmake found a Python that
-// imports torch (NNLAB_TORCH_PYTHON); otherwise one placeholder test says why they skip.
+// imports torch (gpt::torch_python(), gpt/bench.h); otherwise one placeholder test says why they skip.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
+#include "gpt/bench.h"
 #include "gpt/model.h"
 #include "gpt/train.h"
 #include "nn/checkpoint.h"
 #include "nn/rng.h"
 #include "tests/test_util.h"
-
-#ifndef NNLAB_TORCH_PYTHON
-#define NNLAB_TORCH_PYTHON ""
-#endif
-#ifndef NNLAB_TORCH_SCRIPT
-#define NNLAB_TORCH_SCRIPT ""
-#endif
 
 namespace {
 
@@ -74,7 +68,7 @@ ParityRun& parity_run(bool bias) {
                          {{"inputs", {r.B, r.T}, xf.data()}, {"targets", {r.B, r.T}, yf.data()}});
     r.torch_out = r.dir.file("torch.safetensors");
     std::ostringstream cmd;
-    cmd << "'" << NNLAB_TORCH_PYTHON << "' '" << NNLAB_TORCH_SCRIPT << "' parity --weights '"
+    cmd << "'" << gpt::torch_python() << "' '" << gpt::torch_script() << "' parity --weights '"
         << r.dir.file("weights.safetensors") << "' --batch '" << r.dir.file("batch.safetensors") << "' --out '"
         << r.torch_out << "' --steps " << kSteps << " --lr " << kLr
         << " --weight-decay 0.1 --beta1 0.9 --beta2 0.99 --eps 1e-8 --grad-clip 1.0";
