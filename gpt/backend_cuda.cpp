@@ -59,32 +59,6 @@ void check_device_memory(const GPTConfig& c, int B, int T, size_t free_bytes, co
 
 namespace {
 
-// The device's memory, as gpt::Memory: allocations zero-filled; out-of-memory as nn::Error.
-class DeviceMemory final : public Memory {
- public:
-  explicit DeviceMemory(kc::Device& dev) : dev_(dev) {}
-  bool is_host() const override { return false; }
-  std::string where() const override { return "the device memory of " + dev_.info().name; }
-  void* allocate(size_t bytes) override {
-    void* p = nullptr;
-    try {
-      p = dev_.allocate(bytes);
-    } catch (const kc::Error& e) {
-      NN_CHECK(false, e.what() << " (see `nnlab gpt train`'s memory line: lower --batch-size or the model's size)");
-    }
-    dev_.fill_bytes(p, 0, bytes);
-    return p;
-  }
-  void release(void* p) override { dev_.release(p); }
-  void zero(void* p, size_t bytes) override { dev_.fill_bytes(p, 0, bytes); }
-  void to_host(void* dst, const void* src, size_t bytes) override { dev_.download(dst, src, bytes); }
-  void from_host(void* dst, const void* src, size_t bytes) override { dev_.upload(dst, src, bytes); }
-  void copy(void* dst, const void* src, size_t bytes) override { dev_.copy(dst, src, bytes); }
-
- private:
-  kc::Device& dev_;
-};
-
 // The matmul rung each precision runs (kernels/cuda/matmul.cu: the any-layout rungs).
 const char* matmul_rung(Precision p) {
   switch (p) {
@@ -124,7 +98,7 @@ class CudaBackend final : public Backend {
  public:
   // The table: for each op, the rung of its ladder this backend runs, and what for.
   CudaBackend(kc::Device& dev, Precision precision)
-      : dev_(dev), k_(dev.kernels()), mem_(dev), precision_(precision),
+      : dev_(dev), k_(dev.kernels()), precision_(precision),
         matmul_(use(plan_, "matmul (forward, dinp, dweight)", k_.matmul, "matmul", matmul_rung(precision))),
         bias_backward_(use(plan_, "matmul dbias", k_.bias_backward, "bias_backward", "v2")),
         attention_(use(plan_, "attention forward", k_.attention, "attention", "v2")),
@@ -152,7 +126,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda " + precision() + " on " + dev_.info().name; }
   std::string precision() const override { return precision_name(precision_); }
-  Memory& memory() override { return mem_; }
+  Memory& memory() override { return dev_; }
   bool keeps_preatt() const override { return false; }
   // residual + LayerNorm as one kernel (gpt/model.h, Fusion)
   bool fuses_residual_layernorm() const override { return true; }
@@ -172,7 +146,7 @@ class CudaBackend final : public Backend {
     // Tensor cores: the FLOP rate of the same matmul rung the trainer uses, on a square
     // 4096^3 problem (the best it does; the datasheet's peak or cuBLAS would be higher).
     const int n = 4096;
-    kc::Buffer<float> a(dev_, static_cast<size_t>(n) * n), b(dev_, static_cast<size_t>(n) * n),
+    Array<float> a(dev_, static_cast<size_t>(n) * n, kernels::uninitialized), b(dev_, static_cast<size_t>(n) * n, kernels::uninitialized),
         c(dev_, static_cast<size_t>(n) * n);
     a.fill_bytes(0);
     b.fill_bytes(0);
@@ -252,7 +226,7 @@ class CudaBackend final : public Backend {
     const size_t need = attention_backward_.workspace ? attention_backward_.workspace(B, T, C, NH) : 0;
     float* ws = dpreatt;
     if (need > have) {
-      if (own_workspace_.bytes() < need) own_workspace_ = kc::Buffer<float>(dev_, (need + 3) / 4);
+      if (own_workspace_.bytes() < need) own_workspace_ = Array<float>(dev_, (need + 3) / 4, kernels::uninitialized);
       ws = own_workspace_.data();
     }
     attention_backward_.run(dqkv, ws, dout, qkv, att, B, T, C, NH);
@@ -329,13 +303,12 @@ class CudaBackend final : public Backend {
     double* out = sum_buffer_.data();
     sum_.run(out, out + 1, x, static_cast<size_t>(n), squares);
     double s = 0.0;
-    dev_.download(&s, out, sizeof s);
+    dev_.to_host(&s, out, sizeof s);
     return s;
   }
 
   kc::Device& dev_;
   const kc::Kernels& k_;
-  DeviceMemory mem_;
   Precision precision_;
   Plan plan_;  // filled by the constructor's use(): before the rungs, which are initialised after it
   const kc::Version<kc::MatmulFn>& matmul_;
@@ -360,8 +333,8 @@ class CudaBackend final : public Backend {
   const kc::Version<kc::AdamWFn>& adamw_;
   const kc::Version<kc::MatvecFn>& matvec_;
   const kc::Version<kc::AttentionDecodeFn>& attention_decode_;
-  kc::Buffer<double> sum_buffer_;  // the result, then the sum's workspace
-  kc::Buffer<float> own_workspace_;
+  Array<double> sum_buffer_;  // the result, then the sum's workspace
+  Array<float> own_workspace_;
 };
 
 }  // namespace
