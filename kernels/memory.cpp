@@ -26,7 +26,9 @@ class HostMemory final : public Memory {
   void* allocate(size_t bytes) override {
     // More than the machine has can only end in swapping or the OOM killer once the pages
     // are touched: refuse it with a message instead.
-    const uint64_t ram = physical_memory_bytes();
+    // Asked once: sysconf reads the kernel's counters, far too slow for every small
+    // allocation (nn::Tensor allocates per batch in the lessons).
+    static const uint64_t ram = physical_memory_bytes();
     if (ram != 0 && bytes > ram) {
       throw OutOfMemory("asked for " + mib(bytes) + " of host memory, more than this machine's " + mib(ram));
     }
