@@ -4,10 +4,6 @@
 #include "gpt/backend.h"
 
 #include <cmath>
-#include <cstring>
-#include <new>
-
-#include <unistd.h>
 
 #include "kernels/adamw.h"
 #include "kernels/attention.h"

@@ -146,10 +146,8 @@ class CudaBackend final : public Backend {
     // Tensor cores: the FLOP rate of the same matmul rung the trainer uses, on a square
     // 4096^3 problem (the best it does; the datasheet's peak or cuBLAS would be higher).
     const int n = 4096;
-    Array<float> a(dev_, static_cast<size_t>(n) * n, kernels::uninitialized), b(dev_, static_cast<size_t>(n) * n, kernels::uninitialized),
-        c(dev_, static_cast<size_t>(n) * n);
-    a.fill_bytes(0);
-    b.fill_bytes(0);
+    Array<float> a(dev_, static_cast<size_t>(n) * n), b(dev_, static_cast<size_t>(n) * n),  // zeros
+        c(dev_, static_cast<size_t>(n) * n, kernels::uninitialized);
     double best = 1e30;
     for (int i = 0; i < 4; ++i) {
       const double ms = dev_.time_ms([&] { matmul_.run(c.data(), a.data(), b.data(), n, n, n, {}); });

@@ -159,7 +159,8 @@ TEST_CASE("cuda emu: attention backward from the forward's workspace", "[cuda][e
     if (!forward[f].workspace || forward[f].workspace(B, T, C, NH) == 0) continue;  // the fused one keeps no att
     const size_t ws_bytes = forward[f].workspace(B, T, C, NH);
     REQUIRE(ws_bytes >= n_att * sizeof(float));
-    kernels::Array<float> att_ws(dev, ws_bytes / sizeof(float), kernels::uninitialized), out(dev, static_cast<size_t>(B) * T * C, kernels::uninitialized);
+    kernels::Array<float> att_ws(dev, ws_bytes / sizeof(float), kernels::uninitialized),
+        out(dev, static_cast<size_t>(B) * T * C, kernels::uninitialized);
     att_ws.fill_bytes(0xFF);  // above the diagonal it stays NaN: the backward must not read it
     forward[f].run(out.data(), att_ws.data(), qkv.data(), B, T, C, NH);
     for (size_t v = 0; v < backward.size(); ++v) {

@@ -79,7 +79,8 @@ TEST_CASE("cuda emu: attention_decode appends the new k, v rows and touches no o
   std::vector<float> k0 = random_floats(cache, 8), v0 = random_floats(cache, 9);
   for (auto& v : dev.kernels().attention_decode) {
     INFO("attention_decode " << v.info.id);
-    kernels::Array<float> dq(dev, qkv, kernels::uninitialized), dk(dev, k0, kernels::uninitialized), dv(dev, v0, kernels::uninitialized), dout(dev, static_cast<size_t>(B) * n * uC, kernels::uninitialized);
+    kernels::Array<float> dq(dev, qkv, kernels::uninitialized), dk(dev, k0, kernels::uninitialized),
+        dv(dev, v0, kernels::uninitialized), dout(dev, static_cast<size_t>(B) * n * uC, kernels::uninitialized);
     v.run(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, maxT);
     dev.synchronize();
     const std::vector<float> k = dk.to_vector(), vv = dv.to_vector();
@@ -114,8 +115,10 @@ TEST_CASE("cuda emu: inference kernels give the same bits run after run", "[cuda
   const std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 12);
   for (const char* f : kFormats) {
     const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, kernels::parse_format(f));
-    kernels::Array<uint8_t> data(dev, p.data.to_vector(), kernels::uninitialized), index(dev, std::max<size_t>(1, p.index.size()), kernels::uninitialized);
-    kernels::Array<float> scales(dev, std::max<size_t>(1, p.scales.size()), kernels::uninitialized), dx(dev, x, kernels::uninitialized), y(dev, static_cast<size_t>(n) * rows, kernels::uninitialized);
+    kernels::Array<uint8_t> data(dev, p.data.to_vector(), kernels::uninitialized),
+        index(dev, std::max<size_t>(1, p.index.size()), kernels::uninitialized);
+    kernels::Array<float> scales(dev, std::max<size_t>(1, p.scales.size()), kernels::uninitialized),
+        dx(dev, x, kernels::uninitialized), y(dev, static_cast<size_t>(n) * rows, kernels::uninitialized);
     if (!p.scales.empty()) scales.upload(p.scales.data(), p.scales.size());
     if (!p.index.empty()) index.upload(p.index.data(), p.index.size());
     const kernels::WeightsView view{p.format, rows, cols, data.data(), p.scales.empty() ? nullptr : scales.data(),

@@ -221,7 +221,8 @@ TEST_CASE("emulator: dynamic shared memory, 2-D blocks and a tree reduction", "[
 
 TEST_CASE("emulator: warp shuffles", "[cuda][emu]") {
   const std::vector<float> host = iota(64, 1.0f);
-  Array<float> in(dev(), host, kernels::uninitialized), sum(dev(), 64, kernels::uninitialized), bcast(dev(), 64, kernels::uninitialized), down(dev(), 64, kernels::uninitialized),
+  Array<float> in(dev(), host, kernels::uninitialized), sum(dev(), 64, kernels::uninitialized),
+      bcast(dev(), 64, kernels::uninitialized), down(dev(), 64, kernels::uninitialized),
       up(dev(), 64);
   launch("shuffles", shuffles, dim3(1), dim3(64), 0, sum.data(), bcast.data(), down.data(), up.data(), in.data());
   const auto s = sum.to_vector(), b = bcast.to_vector(), d = down.to_vector(), u = up.to_vector();
@@ -238,7 +239,8 @@ TEST_CASE("emulator: warp shuffles", "[cuda][emu]") {
 
 TEST_CASE("emulator: ballot, any, all and __reduce_add_sync", "[cuda][emu]") {
   Array<unsigned> ballot(dev(), 1, kernels::uninitialized);
-  Array<int> any(dev(), 1, kernels::uninitialized), all(dev(), 1, kernels::uninitialized), reduced(dev(), 1, kernels::uninitialized);
+  Array<int> any(dev(), 1, kernels::uninitialized), all(dev(), 1, kernels::uninitialized),
+      reduced(dev(), 1, kernels::uninitialized);
   launch("votes", votes, dim3(1), dim3(32), 0, ballot.data(), any.data(), all.data(), reduced.data());
   CHECK(ballot.to_vector()[0] == 0x55555555u);
   CHECK(any.to_vector()[0] == 1);

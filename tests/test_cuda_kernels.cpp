@@ -108,7 +108,8 @@ TEST_CASE("cuda emu: matmul's lesson rungs refuse a form they do not compute", "
   kernels::cuda::Device& dev = kernels::cuda::emulator();
   const auto& table = dev.kernels().matmul;
   REQUIRE(table.size() >= 11);
-  kernels::Array<float> a(dev, 16, kernels::uninitialized), b(dev, 16, kernels::uninitialized), c(dev, 16, kernels::uninitialized), bias(dev, 4, kernels::uninitialized);
+  kernels::Array<float> a(dev, 16, kernels::uninitialized), b(dev, 16, kernels::uninitialized),
+      c(dev, 16, kernels::uninitialized), bias(dev, 4, kernels::uninitialized);
   a.fill_bytes(0);
   b.fill_bytes(0);
   bias.fill_bytes(0);
@@ -156,7 +157,8 @@ TEST_CASE("cuda emu: dropout draws nn::dropout_forward's mask, bit for bit", "[c
     const uint64_t seed = 0x1234567890ABCDEFull + static_cast<uint64_t>(p * 100);
     std::vector<float> want_out(n), want_mask(n);
     nn::dropout_forward(want_out.data(), want_mask.data(), x.data(), static_cast<int64_t>(n), p, seed);
-    kernels::Array<float> in(dev, x, kernels::uninitialized), out(dev, n, kernels::uninitialized), mask(dev, n, kernels::uninitialized);
+    kernels::Array<float> in(dev, x, kernels::uninitialized), out(dev, n, kernels::uninitialized),
+        mask(dev, n, kernels::uninitialized);
     table[0].run(out.data(), mask.data(), in.data(), n, p, seed);
     dev.synchronize();
     INFO("p = " << p);

@@ -144,7 +144,8 @@ TEST_CASE("wmma emulation: __float_to_tf32 rounds to nearest, ties away from zer
 TEST_CASE("wmma emulation: one 16x16x8 TF32 mma matches a double reference", "[cuda][emu]") {
   const Inputs in;
   const float c0 = 0.375f;
-  Array<float> a(dev(), in.a, kernels::uninitialized), b(dev(), in.b, kernels::uninitialized), bt(dev(), in.bt, kernels::uninitialized), d(dev(), 16 * 16, kernels::uninitialized);
+  Array<float> a(dev(), in.a, kernels::uninitialized), b(dev(), in.b, kernels::uninitialized),
+      bt(dev(), in.bt, kernels::uninitialized), d(dev(), 16 * 16, kernels::uninitialized);
   struct Case {
     const char* what;
     bool b_col_major, d_col_major, convert;
@@ -186,7 +187,8 @@ TEST_CASE("wmma emulation: one 16x16x8 TF32 mma matches a double reference", "[c
 
 TEST_CASE("wmma emulation: a collective called by part of a warp is an error", "[cuda][emu]") {
   const Inputs in;
-  Array<float> a(dev(), in.a, kernels::uninitialized), b(dev(), in.b, kernels::uninitialized), d(dev(), 16 * 16, kernels::uninitialized);
+  Array<float> a(dev(), in.a, kernels::uninitialized), b(dev(), in.b, kernels::uninitialized),
+      d(dev(), 16 * 16, kernels::uninitialized);
   std::string message;
   try {
     launch("divergent_mma", divergent_mma, dim3(1), dim3(32), 0, d.data(), a.data(), b.data());
@@ -288,7 +290,8 @@ TEST_CASE("wmma emulation: one 16x16x16 BF16 mma matches a double reference", "[
       hb[r * 16 + c] = hbt[c * 16 + r] = __float2bfloat16(b[r * 16 + c]);
     }
   }
-  Array<__nv_bfloat16> da(dev(), ha, kernels::uninitialized), dat(dev(), hat, kernels::uninitialized), db(dev(), hb, kernels::uninitialized), dbt(dev(), hbt, kernels::uninitialized);
+  Array<__nv_bfloat16> da(dev(), ha, kernels::uninitialized), dat(dev(), hat, kernels::uninitialized),
+      db(dev(), hb, kernels::uninitialized), dbt(dev(), hbt, kernels::uninitialized);
   Array<float> d(dev(), 16 * 16, kernels::uninitialized);
   const float c0 = -0.625f;
   struct Case {

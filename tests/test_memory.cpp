@@ -37,7 +37,8 @@ void check_array_in(kernels::Memory& mem) {
   CHECK(a.to_vector() == std::vector<float>{0, 0, 0, 0, 1, 2, 3, 0, 0, 0});
   // past the end: refused, nothing written
   CHECK_THROWS_AS(a.upload(three.data(), 3, 8), std::out_of_range);
-  CHECK_THROWS_WITH(a.download(back.data(), 11), Contains("elements [0, 11) of an array of 10") && Contains(mem.where()));
+  CHECK_THROWS_WITH(a.download(back.data(), 11),
+                    Contains("elements [0, 11) of an array of 10") && Contains(mem.where()));
   // a copy is deep, in the same memory
   kernels::Array<float> b = a;
   CHECK(&b.memory() == &mem);
@@ -104,10 +105,12 @@ TEST_CASE("a CUDA device is a kernels::Memory: the same Array on the emulator", 
   const kernels::Array<float> on_dev(dev, host);
   CHECK(on_dev.to_vector() == host);
   // out of device memory: the device's Error, naming the request
-  CHECK_THROWS_WITH(kernels::Array<float>(dev, size_t{1} << 58), Contains("out of device memory") && Contains("asked for"));
+  CHECK_THROWS_WITH(kernels::Array<float>(dev, size_t{1} << 58),
+                    Contains("out of device memory") && Contains("asked for"));
 }
 
-TEST_CASE("kernels::PackedWeights: packed on the host, moved into a device and back unchanged", "[memory][decode][emu]") {
+TEST_CASE("kernels::PackedWeights: packed on the host, moved into a device and back unchanged",
+          "[memory][decode][emu]") {
   const int rows = 3, cols = 64;
   std::vector<float> w(static_cast<size_t>(rows) * cols);
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * static_cast<float>(i));
@@ -134,7 +137,8 @@ TEST_CASE("kernels::PackedWeights: packed on the host, moved into a device and b
   }
 }
 
-TEST_CASE("nn::Tensor owns its floats in a host kernels::Array: copies, aligned, checked sizes", "[memory][tensor][nn]") {
+TEST_CASE("nn::Tensor owns its floats in a host kernels::Array: copies, aligned, checked sizes",
+          "[memory][tensor][nn]") {
   std::vector<float> v = {1, 2, 3, 4, 5, 6};
   nn::Tensor t({2, 3}, v);
   v[0] = 100.0f;  // the tensor holds a copy

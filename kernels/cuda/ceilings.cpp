@@ -28,7 +28,8 @@ Ceilings measure_ceilings(Device& dev, const CeilingOptions& opts) {
   }
   bytes = bytes / 256 * 256;
   {
-    Array<float> src(dev, bytes / sizeof(float), kernels::uninitialized), dst(dev, bytes / sizeof(float), kernels::uninitialized);
+    Array<float> src(dev, bytes / sizeof(float), kernels::uninitialized),
+        dst(dev, bytes / sizeof(float), kernels::uninitialized);
     src.fill_bytes(0x3C);
     dst.fill_bytes(0);
     dev.copy(dst.data(), src.data(), bytes);  // warm-up
