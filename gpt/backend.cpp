@@ -5,10 +5,6 @@
 #include "gpt/backend.h"
 
 #include <cmath>
-#include <cstring>
-#include <new>
-
-#include <unistd.h>
 
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
@@ -133,45 +129,6 @@ std::unique_ptr<Backend> make_naive_backend() { return std::make_unique<Backend>
 double host_peak_flops(int threads, std::string* what) {
   if (what) *what = "FMA loop on " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + ", measured now";
   return kernels::measure_fma_peak(threads, 0.2);
-}
-
-namespace {
-
-// The machine's RAM in bytes (0: unknown).
-uint64_t physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-}
-
-class HostMemory final : public Memory {
- public:
-  bool is_host() const override { return true; }
-  std::string where() const override { return "host memory"; }
-  void* allocate(size_t bytes) override {
-    // More than the machine has can only end in swapping or the OOM killer (the memset
-    // below touches every page): refuse it with a message instead.
-    const uint64_t ram = physical_memory_bytes();
-    NN_CHECK(ram == 0 || bytes <= ram, "asked for " << bytes / (1 << 20) << " MiB of host memory, more than this "
-                                                     << "machine's " << ram / (1 << 20) << " MiB: use a smaller "
-                                                     << "model, batch or context (--n-embd, --batch-size, --block-size)");
-    void* p = ::operator new(bytes, std::align_val_t{64}, std::nothrow);
-    NN_CHECK(p != nullptr, "out of host memory: asked for " << bytes / (1 << 20) << " MiB");
-    std::memset(p, 0, bytes);
-    return p;
-  }
-  void release(void* p) override { ::operator delete(p, std::align_val_t{64}); }
-  void zero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
-  void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void from_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-};
-
-}  // namespace
-
-Memory& host_memory() {
-  static HostMemory m;
-  return m;
 }
 
 }  // namespace gpt

@@ -62,32 +62,6 @@ void check_device_memory(const GPTConfig& c, int B, int T, size_t free_bytes, co
 
 namespace {
 
-// The device's memory, as gpt::Memory: allocations zero-filled; out-of-memory as nn::Error.
-class DeviceMemory final : public Memory {
- public:
-  explicit DeviceMemory(kc::Device& dev) : dev_(dev) {}
-  bool is_host() const override { return false; }
-  std::string where() const override { return "the device memory of " + dev_.info().name; }
-  void* allocate(size_t bytes) override {
-    void* p = nullptr;
-    try {
-      p = dev_.allocate(bytes);
-    } catch (const kc::Error& e) {
-      NN_CHECK(false, e.what() << " (see `nnlab gpt train`'s memory line: lower --batch-size or the model's size)");
-    }
-    dev_.fill_bytes(p, 0, bytes);
-    return p;
-  }
-  void release(void* p) override { dev_.release(p); }
-  void zero(void* p, size_t bytes) override { dev_.fill_bytes(p, 0, bytes); }
-  void to_host(void* dst, const void* src, size_t bytes) override { dev_.download(dst, src, bytes); }
-  void from_host(void* dst, const void* src, size_t bytes) override { dev_.upload(dst, src, bytes); }
-  void copy(void* dst, const void* src, size_t bytes) override { dev_.copy(dst, src, bytes); }
-
- private:
-  kc::Device& dev_;
-};
-
 // The matmul rung each precision runs (kernels/cuda/matmul.cu: the any-layout rungs).
 const char* matmul_rung(Precision p) {
   switch (p) {
@@ -128,7 +102,7 @@ int as_int(int64_t n) {
 struct CudaRungs {
   // The table: for each op, the rung of its ladder this backend runs, and what for.
   CudaRungs(kc::Device& dev, Precision precision)
-      : dev_(dev), k_(dev.kernels()), mem_(dev), precision_(precision),
+      : dev_(dev), k_(dev.kernels()), precision_(precision),
         matmul_(use(plan_, "matmul (forward, dinp, dweight)", k_.matmul, "matmul", matmul_rung(precision))),
         bias_backward_(use(plan_, "matmul dbias", k_.bias_backward, "bias_backward", "v2")),
         attention_(use(plan_, "attention forward", k_.attention, "attention", "v2")),
@@ -167,10 +141,8 @@ struct CudaRungs {
     // Tensor cores: the FLOP rate of the same matmul rung the trainer uses, on a square
     // 4096^3 problem (the best it does; the datasheet's peak or cuBLAS would be higher).
     const int n = 4096;
-    kc::Buffer<float> a(dev_, static_cast<size_t>(n) * n), b(dev_, static_cast<size_t>(n) * n),
-        c(dev_, static_cast<size_t>(n) * n);
-    a.fill_bytes(0);
-    b.fill_bytes(0);
+    Array<float> a(dev_, static_cast<size_t>(n) * n), b(dev_, static_cast<size_t>(n) * n),  // zeros
+        c(dev_, static_cast<size_t>(n) * n, kernels::uninitialized);
     double best = 1e30;
     for (int i = 0; i < 4; ++i) {
       const double ms = dev_.time_ms([&] { matmul_.run(c.data(), a.data(), b.data(), n, n, n, {}); });
@@ -212,7 +184,7 @@ struct CudaRungs {
     const size_t need = attention_backward_.workspace ? attention_backward_.workspace(B, T, C, NH) : 0;
     float* ws = dpreatt;
     if (need > have) {
-      if (own_workspace_.bytes() < need) own_workspace_ = kc::Buffer<float>(dev_, (need + 3) / 4);
+      if (own_workspace_.bytes() < need) own_workspace_ = Array<float>(dev_, (need + 3) / 4, kernels::uninitialized);
       ws = own_workspace_.data();
     }
     attention_backward_.run(dqkv, ws, dout, qkv, att, B, T, C, NH);
@@ -244,13 +216,12 @@ struct CudaRungs {
     double* out = sum_buffer_.data();
     sum_.run(out, out + 1, x, static_cast<size_t>(n), squares);
     double s = 0.0;
-    dev_.download(&s, out, sizeof s);
+    dev_.to_host(&s, out, sizeof s);
     return s;
   }
 
   kc::Device& dev_;
   const kc::Kernels& k_;
-  DeviceMemory mem_;
   Precision precision_;
   Plan plan_;  // filled by the constructor's use(): before the rungs, which are initialised after it
   const kc::Version<kc::MatmulFn>& matmul_;
@@ -275,8 +246,8 @@ struct CudaRungs {
   const kc::Version<kc::AdamWFn>& adamw_;
   const kc::Version<kc::MatvecFn>& matvec_;
   const kc::Version<kc::AttentionDecodeFn>& attention_decode_;
-  kc::Buffer<double> sum_buffer_;  // the result, then the sum's workspace
-  kc::Buffer<float> own_workspace_;
+  Array<double> sum_buffer_;  // the result, then the sum's workspace
+  Array<float> own_workspace_;
 };
 
 }  // namespace
@@ -289,7 +260,7 @@ Backend cuda_backend(kc::Device& device, const std::string& precision) {
   Backend be;
   be.name = [r] { return "cuda " + precision_name(r->precision_) + " on " + r->dev_.info().name; };
   be.precision = [r] { return precision_name(r->precision_); };
-  be.memory = [r]() -> Memory& { return r->mem_; };
+  be.memory = [r]() -> Memory& { return r->dev_; };
   be.keeps_preatt = [] { return false; };
   // residual + LayerNorm as one kernel (gpt/model.h, Fusion)
   be.fuses_residual_layernorm = [] { return true; };

@@ -19,13 +19,6 @@ using i64 = int64_t;
 
 // ---- packed matrices --------------------------------------------------------------------------
 
-kernels::WeightsView PackedMatrix::view() const {
-  return {format, rows, cols, data.data(), scales.empty() ? nullptr : scales.data(),
-          index.empty() ? nullptr : index.data()};
-}
-
-int64_t PackedMatrix::bytes() const { return static_cast<int64_t>(kernels::format_bytes(format, rows, cols)); }
-
 namespace {
 
 void check_packable(kernels::WeightFormat f, int rows, int cols, const char* what) {
@@ -52,19 +45,12 @@ void check_model_packable(const GPTConfig& c, kernels::WeightFormat f) {
   check_packable(head_format(f), c.vocab_size, C, "the head (wte)");
 }
 
-PackedMatrix pack_into(const float* w, int rows, int cols, kernels::WeightFormat f, Memory& memory) {
-  const kernels::PackedWeights p = kernels::pack_weights(w, rows, cols, f);
-  PackedMatrix m;
-  m.format = f;
-  m.rows = rows;
-  m.cols = cols;
-  m.data = Array<uint8_t>(memory, p.data.size());
-  m.data.upload(p.data.data(), p.data.size());
-  m.scales = Array<float>(memory, p.scales.size());
-  m.scales.upload(p.scales.data(), p.scales.size());
-  m.index = Array<uint8_t>(memory, p.index.size());
-  m.index.upload(p.index.data(), p.index.size());
-  return m;
+// Packs on the host (kernels::pack_weights), then moves the result into `memory` (a move
+// when that is host memory, a copy up to the device otherwise).
+kernels::PackedWeights pack_into(const float* w, int rows, int cols, kernels::WeightFormat f, Memory& memory) {
+  kernels::PackedWeights p = kernels::pack_weights(w, rows, cols, f);
+  if (&memory == &p.memory()) return p;
+  return p.to(memory);
 }
 
 // W <- what format f stores for it (in place, host memory).
@@ -78,21 +64,25 @@ void round_trip(float* w, int rows, int cols, kernels::WeightFormat f) {
 // ---- the inference model ------------------------------------------------------------------------
 
 int64_t InferenceModel::weight_bytes_per_token() const {
-  i64 b = head.bytes();
-  for (size_t l = 0; l < qkvw.size(); ++l) b += qkvw[l].bytes() + attprojw[l].bytes() + fcw[l].bytes() + fcprojw[l].bytes();
+  auto b = static_cast<i64>(head.bytes());
+  for (size_t l = 0; l < qkvw.size(); ++l) {
+    b += static_cast<i64>(qkvw[l].bytes() + attprojw[l].bytes() + fcw[l].bytes() + fcprojw[l].bytes());
+  }
   b += static_cast<i64>(vectors.size() * sizeof(float));
   b += 2 * static_cast<i64>(config.n_embd) * static_cast<i64>(sizeof(float));  // one row of wte, one of wpe
   return b;
 }
 
 int64_t InferenceModel::bytes() const {
-  i64 b = head.bytes();
-  for (size_t l = 0; l < qkvw.size(); ++l) b += qkvw[l].bytes() + attprojw[l].bytes() + fcw[l].bytes() + fcprojw[l].bytes();
+  auto b = static_cast<i64>(head.bytes());
+  for (size_t l = 0; l < qkvw.size(); ++l) {
+    b += static_cast<i64>(qkvw[l].bytes() + attprojw[l].bytes() + fcw[l].bytes() + fcprojw[l].bytes());
+  }
   b += static_cast<i64>((vectors.size() + wte.size() + wpe.size()) * sizeof(float));
   return b;
 }
 
-const PackedMatrix& InferenceModel::linear(Linear which, int l) const {
+const kernels::PackedWeights& InferenceModel::linear(Linear which, int l) const {
   const auto ul = static_cast<size_t>(l);
   switch (which) {
     case Linear::qkv: return qkvw[ul];

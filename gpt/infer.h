@@ -20,20 +20,10 @@
 #include <vector>
 
 #include "gpt/model.h"
+#include "kernels/decode.h"
 #include "kernels/weight_format.h"
 
 namespace gpt {
-
-// A Linear layer's weight (rows = out channels, cols = in channels) packed in one Memory.
-struct PackedMatrix {
-  kernels::WeightFormat format = kernels::WeightFormat::f32;
-  int rows = 0, cols = 0;
-  Array<uint8_t> data;
-  Array<float> scales;
-  Array<uint8_t> index;
-  kernels::WeightsView view() const;
-  int64_t bytes() const;
-};
 
 // A GPT as the decoder reads it: per layer the four matrices (c_attn (3C, C), attn c_proj
 // (C, C), c_fc (4C, C), mlp c_proj (C, 4C)) and the output head (wte as (V, C), tied) packed
@@ -56,10 +46,12 @@ struct InferenceModel {
   // into `vectors` (per layer stacked over L; nullptr for biases the model lacks). The four
   // Linear matrices are nullptr here: the decoder reads them packed, below.
   ParameterTensors params{};
-  std::vector<PackedMatrix> qkvw, attprojw, fcw, fcprojw;  // one per layer
-  PackedMatrix head;                                        // (V, C)
+  // A Linear layer's weight (rows = out channels, cols = in channels), packed in the model's
+  // memory (kernels/decode.h: the one packed-weight type).
+  std::vector<kernels::PackedWeights> qkvw, attprojw, fcw, fcprojw;  // one per layer
+  kernels::PackedWeights head;                                        // (V, C)
   // Layer l's packed matrix of Linear layer `which`.
-  const PackedMatrix& linear(Linear which, int l) const;
+  const kernels::PackedWeights& linear(Linear which, int l) const;
   // Bytes one decode step at batch 1 reads from the weights: every packed matrix, the
   // LayerNorm and bias vectors, one row of wte and one of wpe. What the bandwidth law divides.
   int64_t weight_bytes_per_token() const;

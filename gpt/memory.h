@@ -1,113 +1,42 @@
-// gpt/memory.h: where a GPT's tensors live. The naive and cpu backends keep them in host
-// memory; the cuda backend in the GPU's (or the emulator's). The model code (gpt/model.cpp)
-// only does pointer arithmetic on them and hands the pointers to its backend, so it never
-// needs to know which; the few places that must READ a tensor on the CPU (checkpoints,
-// sampling, dumps) copy it out with Memory::to_host, which is a plain copy on the host.
+// gpt/memory.h: where a GPT's tensors live: kernels::Memory and kernels::Array
+// (kernels/memory.h). The naive and cpu backends keep them in host memory; the cuda backend
+// in its kernels::cuda::Device, which is a Memory. The model code (gpt/model.cpp) only does
+// pointer arithmetic on them and hands the pointers to its backend, so it never needs to know
+// which; the few places that must READ a tensor on the CPU (checkpoints, sampling, dumps)
+// copy it out with Memory::to_host, which is a plain copy on the host.
 //
 //   Memory& mem = backend.memory();
-//   Array<float> x(mem, n);          // zero-filled, in that memory
+//   Array<float> x = make_array<float>(mem, n);   // zero-filled, in that memory
 //   std::vector<float> h = x.to_vector();
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
+#include <stdexcept>
+
+#include "kernels/memory.h"
+#include "nn/check.h"
 
 namespace gpt {
 
-class Memory {
- public:
-  virtual ~Memory() = default;
-  // Can the CPU dereference these pointers? (host memory: yes; a GPU's: no)
-  virtual bool is_host() const = 0;
-  // "host memory", "NVIDIA H100 80GB HBM3", "the CUDA emulator"
-  virtual std::string where() const = 0;
-  // `bytes` zero-filled bytes; nn::Error naming the request (and on a GPU the free memory)
-  // when it cannot.
-  virtual void* allocate(size_t bytes) = 0;
-  virtual void release(void* p) = 0;
-  virtual void zero(void* p, size_t bytes) = 0;
-  virtual void to_host(void* host_dst, const void* src, size_t bytes) = 0;
-  virtual void from_host(void* dst, const void* host_src, size_t bytes) = 0;
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
-};
+using kernels::Array;
+using kernels::host_memory;
+using kernels::Memory;
 
-// The process's host memory (operator new, memcpy).
-Memory& host_memory();
-
-// An owning array of n T's in one Memory. Copies are deep (in the same memory); moves keep
-// the allocation. Element access and iteration are for host memory only.
+// Array<T>(mem, n), n zero-filled T's, where a failed allocation is an nn::Error that tells
+// the user of `nnlab gpt` the way out. kernels/ throws std exceptions naming the request
+// (kernels::OutOfMemory on the host, kernels::cuda::Error on a device): both are runtime
+// errors, and an Array's constructor throws nothing else of that kind.
 template <class T>
-class Array {
- public:
-  Array() = default;
-  Array(Memory& mem, size_t n) : mem_(&mem), n_(n) {
-    if (n > 0) p_ = static_cast<T*>(mem.allocate(n * sizeof(T)));
+Array<T> make_array(Memory& mem, size_t n) {
+  try {
+    return Array<T>(mem, n);
+  } catch (const std::runtime_error& e) {
+    NN_CHECK(false, e.what() << (mem.is_host() ? ": use a smaller model, batch or context (--n-embd, --batch-size, "
+                                                 "--block-size)"
+                                               : " (see `nnlab gpt train`'s memory line: lower --batch-size or the "
+                                                 "model's size)"));
   }
-  Array(const Array& o) : Array(*o.mem_, o.n_) {
-    if (n_ > 0) mem_->copy(p_, o.p_, n_ * sizeof(T));
-  }
-  Array& operator=(const Array& o) {
-    if (this != &o) {
-      Array tmp(o);
-      swap(tmp);
-    }
-    return *this;
-  }
-  Array(Array&& o) noexcept { swap(o); }
-  Array& operator=(Array&& o) noexcept {
-    if (this != &o) {
-      Array tmp(std::move(o));
-      swap(tmp);
-    }
-    return *this;
-  }
-  ~Array() {
-    if (p_ != nullptr) mem_->release(p_);
-  }
-  void swap(Array& o) noexcept {
-    std::swap(mem_, o.mem_);
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
-  }
-
-  T* data() { return p_; }
-  const T* data() const { return p_; }
-  size_t size() const { return n_; }
-  bool empty() const { return n_ == 0; }
-  Memory& memory() const { return *mem_; }
-
-  void zero() {
-    if (n_ > 0) mem_->zero(p_, n_ * sizeof(T));
-  }
-  // Copies n elements in from / out to the host, starting at element `at`.
-  void upload(const T* host, size_t n, size_t at = 0) {
-    if (n > 0) mem_->from_host(p_ + at, host, n * sizeof(T));
-  }
-  void download(T* host, size_t n, size_t at = 0) const {
-    if (n > 0) mem_->to_host(host, p_ + at, n * sizeof(T));
-  }
-  std::vector<T> to_vector() const {
-    std::vector<T> h(n_);
-    download(h.data(), n_);
-    return h;
-  }
-
-  // host memory only
-  T& operator[](size_t i) { return p_[i]; }
-  const T& operator[](size_t i) const { return p_[i]; }
-  T* begin() { return p_; }
-  T* end() { return p_ + n_; }
-  const T* begin() const { return p_; }
-  const T* end() const { return p_ + n_; }
-  bool operator==(const Array& o) const { return to_vector() == o.to_vector(); }
-
- private:
-  Memory* mem_ = &host_memory();
-  T* p_ = nullptr;
-  size_t n_ = 0;
-};
+  return {};
+}
 
 }  // namespace gpt

@@ -122,8 +122,8 @@ void ensure_activations(GPT& m, int B, int T, bool masks, bool preatt) {
   Memory& mem = gpt_memory(m);
   m.acts_memory = Array<float>();  // free the old ones first: on a GPU both may not fit
   m.scratch_memory = Array<float>();
-  m.acts_memory = Array<float>(mem, static_cast<size_t>(activation_floats(m.config, training_layout(Ba, Ta, want_masks, preatt))));
-  m.scratch_memory = Array<float>(mem, static_cast<size_t>(total_floats(kScratch, m.config, scratch_layout(Ba, Ta))));
+  m.acts_memory = make_array<float>(mem, static_cast<size_t>(activation_floats(m.config, training_layout(Ba, Ta, want_masks, preatt))));
+  m.scratch_memory = make_array<float>(mem, static_cast<size_t>(total_floats(kScratch, m.config, scratch_layout(Ba, Ta))));
   m.B_alloc = Ba;
   m.T_alloc = Ta;
   m.masks_alloc = want_masks;
@@ -271,10 +271,10 @@ GPT gpt_create(const GPTConfig& config, Memory& memory) {
   m.slices = param_slices(config);
   m.num_params = num_parameters(config);
   const auto n = static_cast<size_t>(m.num_params);
-  m.params_memory = Array<float>(memory, n);
-  m.grads_memory = Array<float>(memory, n);
-  m.m_memory = Array<float>(memory, n);
-  m.v_memory = Array<float>(memory, n);
+  m.params_memory = make_array<float>(memory, n);
+  m.grads_memory = make_array<float>(memory, n);
+  m.m_memory = make_array<float>(memory, n);
+  m.v_memory = make_array<float>(memory, n);
   m.params = param_tensors(m.params_memory.data(), config);
   m.grads = param_tensors(m.grads_memory.data(), config);
   return m;
@@ -445,7 +445,7 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   if (targets != nullptr) check_ids(targets, "target");
   // the ids go where the backend reads them: inputs at [0, N), targets at [N, 2N)
   if (model.tokens_memory.size() < static_cast<size_t>(2 * N)) {
-    model.tokens_memory = Array<int32_t>(gpt_memory(model), static_cast<size_t>(2 * N));
+    model.tokens_memory = make_array<int32_t>(gpt_memory(model), static_cast<size_t>(2 * N));
   }
   model.tokens_memory.upload(inputs, static_cast<size_t>(N));
   if (targets != nullptr) model.tokens_memory.upload(targets, static_cast<size_t>(N), static_cast<size_t>(N));

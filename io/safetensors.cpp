@@ -9,6 +9,7 @@
 //   reading     header length, schema, offsets, both checksums, finite values, tensors
 #include "io/safetensors.h"
 #include "io/file_io.h"
+#include "io/shape.h"
 
 #include <algorithm>
 #include <bit>
@@ -108,27 +109,6 @@ NonFiniteCount count_non_finite(const float* data, int64_t n) {
     }
   }
   return c;
-}
-
-// nn::numel_of and nn::shape_str (nn/tensor.h) with the same messages: io/ sits below the
-// tensor, so it cannot call them.
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    os << (i ? ", " : "") << shape[i];
-  }
-  os << ")";
-  return os.str();
-}
-
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    NN_CHECK(d >= 0, "tensor dimensions must be non-negative, got " << shape_str(shape));
-    n *= d;
-  }
-  return n;
 }
 
 std::string hex64(uint64_t v) {

@@ -85,6 +85,29 @@ float bf16_to_float(uint16_t b) {
   return x;
 }
 
+namespace {
+
+template <class T>
+Array<T> copy_into(const Array<T>& a, Memory& mem) {
+  if (&a.memory() == &mem) return a;
+  Array<T> out(mem, a.size(), uninitialized);
+  if (!a.empty()) out.upload(a.to_vector());
+  return out;
+}
+
+}  // namespace
+
+PackedWeights PackedWeights::to(Memory& mem) const {
+  PackedWeights p;
+  p.format = format;
+  p.rows = rows;
+  p.cols = cols;
+  p.data = copy_into(data, mem);
+  p.scales = copy_into(scales, mem);
+  p.index = copy_into(index, mem);
+  return p;
+}
+
 PackedWeights pack_weights(const float* w, int rows, int cols, WeightFormat f) {
   const std::string why = check_packable(f, rows, cols);
   if (!why.empty()) throw std::invalid_argument("cannot pack a " + std::to_string(rows) + " x " + std::to_string(cols) +
@@ -93,9 +116,9 @@ PackedWeights pack_weights(const float* w, int rows, int cols, WeightFormat f) {
   p.format = f;
   p.rows = rows;
   p.cols = cols;
-  p.data.assign(format_data_bytes(f, rows, cols), 0);
-  p.scales.assign(format_scale_count(f, rows, cols), 0.0f);
-  p.index.assign(format_index_bytes(f, rows, cols), 0);
+  p.data = Array<uint8_t>(host_memory(), format_data_bytes(f, rows, cols));  // zero-filled
+  p.scales = Array<float>(host_memory(), format_scale_count(f, rows, cols));
+  p.index = Array<uint8_t>(host_memory(), format_index_bytes(f, rows, cols));
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
   switch (f) {
     case WeightFormat::f32:

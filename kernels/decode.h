@@ -41,21 +41,28 @@
 #include <vector>
 
 #include "kernels/versions.h"
+#include "kernels/memory.h"
 #include "kernels/weight_format.h"
 
 namespace kernels {
 
 // ---- packing (quantisation) ----------------------------------------------------------------
-// An owning packed matrix in host memory.
+// An owning packed matrix in one Memory (kernels/memory.h): pack_weights packs on the host,
+// to() moves it into a backend's memory (the GPT decoder's, the GPU harness's). The one
+// packed-weight type of the tree, for the CPU and the GPU kernels alike: view()'s pointers
+// are in that memory.
 struct PackedWeights {
   WeightFormat format = WeightFormat::f32;
   int rows = 0, cols = 0;
-  std::vector<uint8_t> data;
-  std::vector<float> scales;
-  std::vector<uint8_t> index;
-  WeightsView view() const { return {format, rows, cols, data.data(), scales.empty() ? nullptr : scales.data(),
-                                     index.empty() ? nullptr : index.data()}; }
-  size_t bytes() const { return data.size() + scales.size() * sizeof(float) + index.size(); }
+  Array<uint8_t> data;
+  Array<float> scales;  // empty where the format has none
+  Array<uint8_t> index;  // sparse24's 2-of-4 positions, else empty
+  WeightsView view() const { return {format, rows, cols, data.data(), scales.data(), index.data()}; }
+  size_t bytes() const { return data.bytes() + scales.bytes() + index.bytes(); }
+  Memory& memory() const { return data.memory(); }
+  // A copy in `mem` (through the host when the memories differ; a plain copy when they are
+  // the same).
+  PackedWeights to(Memory& mem) const;
 };
 // Empty string when W (rows, cols) can be packed in `f`, else why not (int4: cols % 32,
 // sparse24: cols % 8, any: rows or cols < 1).

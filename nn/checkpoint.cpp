@@ -15,7 +15,10 @@ Checkpoint load_safetensors(const std::string& path, const LoadOptions& options)
   Checkpoint ck;
   ck.metadata = std::move(file.metadata);
   for (auto& [name, t] : file.tensors) {
-    ck.tensors.emplace(name, Tensor(std::move(t.shape), std::move(t.data)));
+    // The tensor copies the floats into its own host array (kernels::Array cannot adopt a
+    // vector's): free the file's copy as we go, so the peak is the file plus one tensor.
+    ck.tensors.emplace(name, Tensor(std::move(t.shape), t.data));
+    std::vector<float>().swap(t.data);
   }
   return ck;
 }

@@ -1,37 +1,22 @@
 #include "nn/tensor.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "nn/rng.h"
 
 namespace nn {
 
-int64_t numel_of(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    NN_CHECK(d >= 0, "tensor dimensions must be non-negative, got " << shape_str(shape));
-    n *= d;
-  }
-  return n;
-}
-
-std::string shape_str(const Shape& shape) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    os << (i ? ", " : "") << shape[i];
-  }
-  os << ")";
-  return os.str();
-}
-
+// Uninitialised, then one pass writing `fill` (as std::vector(n, fill) did).
 Tensor::Tensor(Shape shape, float fill)
-    : shape_(std::move(shape)), data_(static_cast<size_t>(numel_of(shape_)), fill) {}
+    : shape_(std::move(shape)),
+      data_(kernels::host_memory(), static_cast<size_t>(numel_of(shape_)), kernels::uninitialized) {
+  std::fill(data_.begin(), data_.end(), fill);
+}
 
-Tensor::Tensor(Shape shape, std::vector<float> data) : shape_(std::move(shape)), data_(std::move(data)) {
-  NN_CHECK(static_cast<int64_t>(data_.size()) == numel_of(shape_),
-           "a tensor of shape " << shape_str(shape_) << " needs " << numel_of(shape_) << " floats, got " << data_.size());
+Tensor::Tensor(Shape shape, const std::vector<float>& data) : shape_(std::move(shape)) {
+  NN_CHECK(static_cast<int64_t>(data.size()) == numel_of(shape_),
+           "a tensor of shape " << shape_str(shape_) << " needs " << numel_of(shape_) << " floats, got " << data.size());
+  data_ = kernels::Array<float>(kernels::host_memory(), data);
 }
 
 Tensor Tensor::uniform(Shape shape, Rng& rng, float lo, float hi) {

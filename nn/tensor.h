@@ -1,6 +1,7 @@
 // nn/tensor.h: an owning, contiguous, row-major float tensor, and a non-owning view.
 //
-// A Tensor is a shape plus std::vector<float> storage. Element (i, j, k) of a tensor of
+// A Tensor is a shape plus its floats in a kernels::Array<float> in host memory (the tree's
+// one owning buffer, kernels/memory.h: 64-byte aligned, for the SIMD kernels). Element (i, j, k) of a tensor of
 // shape (I, J, K) lives at data()[(i * J + j) * K + k]. Ops never take a Tensor: they take
 // raw pointers and named sizes (see nn/ops.h), so the same op works on a Tensor, on a
 // slice of one, or on any buffer. Tensors are the containers that own those buffers.
@@ -12,16 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "io/shape.h"
+#include "kernels/memory.h"
 #include "nn/check.h"
 
 namespace nn {
 
 class Rng;
 
-using Shape = std::vector<int64_t>;
-
-int64_t numel_of(const Shape& shape);
-std::string shape_str(const Shape& shape);  // "(64, 784)"
+// Shape, numel_of, shape_str: io/shape.h (io/ reads tensors from files too).
 
 // A window onto someone else's floats: a pointer and a shape. It does not own or free.
 struct TensorView {
@@ -38,8 +38,9 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(Shape shape, float fill = 0.0f);
   Tensor(std::initializer_list<int64_t> shape) : Tensor(Shape(shape)) {}
-  // Takes over `data` (no copy): prod(shape) floats, row-major; nn::Error otherwise.
-  Tensor(Shape shape, std::vector<float> data);
+  // A copy of `data`: prod(shape) floats, row-major; nn::Error otherwise. (It took the
+  // vector over when the storage was a std::vector; an Array cannot adopt a vector's floats.)
+  Tensor(Shape shape, const std::vector<float>& data);
 
   // Filled from a seeded generator, e.g. for weight initialisation.
   static Tensor uniform(Shape shape, Rng& rng, float lo, float hi);
@@ -52,8 +53,8 @@ class Tensor {
 
   float* data() { return data_.data(); }
   const float* data() const { return data_.data(); }
-  std::span<float> span() { return data_; }
-  std::span<const float> span() const { return data_; }
+  std::span<float> span() { return {data_.data(), data_.size()}; }
+  std::span<const float> span() const { return {data_.data(), data_.size()}; }
 
   float& operator[](int64_t i) { return data_[static_cast<size_t>(i)]; }
   float operator[](int64_t i) const { return data_[static_cast<size_t>(i)]; }
@@ -70,7 +71,7 @@ class Tensor {
 
  private:
   Shape shape_;
-  std::vector<float> data_;
+  kernels::Array<float> data_;
 };
 
 }  // namespace nn

@@ -41,16 +41,16 @@ size_t memory_of_problem(kc::Device& dev, const std::string& size, size_t v) {
   return dev.memory_in_use() - before;
 }
 
-std::vector<float> run_version(kc::Device& dev, size_t v, const kc::Buffer<float>& qkv, int B, int T, int C, int NH) {
+std::vector<float> run_version(kc::Device& dev, size_t v, const kernels::Array<float>& qkv, int B, int T, int C, int NH) {
   const auto& version = dev.kernels().attention.at(v);
   const size_t ws = version.workspace ? version.workspace(B, T, C, NH) : 0;
-  kc::Buffer<float> workspace;
-  if (ws) workspace = kc::Buffer<float>(dev, ws / sizeof(float));
-  kc::Buffer<float> out(dev, static_cast<size_t>(B) * T * C);
+  kernels::Array<float> workspace;
+  if (ws) workspace = kernels::Array<float>(dev, ws / sizeof(float), kernels::uninitialized);
+  kernels::Array<float> out(dev, static_cast<size_t>(B) * T * C, kernels::uninitialized);
   out.fill_bytes(0xFF);
   version.run(out.data(), ws ? workspace.data() : nullptr, qkv.data(), B, T, C, NH);
   dev.synchronize();
-  return out.to_host();
+  return out.to_vector();
 }
 
 }  // namespace
@@ -105,7 +105,7 @@ TEST_CASE("cuda emu: attention versions agree off the tile sizes", "[cuda][emu-k
   for (const Size s : {Size{1, 97, 48, 2}, Size{1, 41, 72, 1}}) {
     INFO("B=" << s.B << " T=" << s.T << " C=" << s.C << " NH=" << s.NH);
     std::vector<float> host;
-    const kc::Buffer<float> qkv =
+    const kernels::Array<float> qkv =
         cb::random_buffer(dev, static_cast<size_t>(s.B) * s.T * 3 * s.C, 11, -3.0f, 3.0f, &host);
     const size_t n = dev.kernels().attention.size();
     const std::vector<float> first = run_version(dev, 0, qkv, s.B, s.T, s.C, s.NH);
@@ -124,7 +124,7 @@ TEST_CASE("cuda emu: attention fused version refuses a head size over 128", "[cu
   kc::Device& dev = kc::emulator();
   const auto& versions = dev.kernels().attention;
   const size_t fused = first_version(versions, true, 1, 4, 132, 1);
-  kc::Buffer<float> qkv(dev, 4 * 3 * 132), out(dev, 4 * 132);
+  kernels::Array<float> qkv(dev, 4 * 3 * 132, kernels::uninitialized), out(dev, 4 * 132, kernels::uninitialized);
   CHECK_THROWS_WITH(versions[fused].run(out.data(), nullptr, qkv.data(), 1, 4, 132, 1),
                     Catch::Contains("head size") && Catch::Contains("132"));
 }
@@ -137,8 +137,8 @@ TEST_CASE("cuda emu: attention backward from the forward's workspace", "[cuda][e
   const int B = 2, T = 35, C = 24, NH = 2;  // hs = 12; T: one full tile of 32 and a partial one
   const size_t n_qkv = static_cast<size_t>(B) * T * 3 * C;
   std::vector<float> qkv_host, dout_host;
-  const kc::Buffer<float> qkv = cb::random_buffer(dev, n_qkv, 21, -3.0f, 3.0f, &qkv_host);
-  const kc::Buffer<float> dout = cb::random_buffer(dev, static_cast<size_t>(B) * T * C, 22, -1.0f, 1.0f, &dout_host);
+  const kernels::Array<float> qkv = cb::random_buffer(dev, n_qkv, 21, -3.0f, 3.0f, &qkv_host);
+  const kernels::Array<float> dout = cb::random_buffer(dev, static_cast<size_t>(B) * T * C, 22, -1.0f, 1.0f, &dout_host);
 
   // the reference, in double
   const std::vector<double> qkv_d(qkv_host.begin(), qkv_host.end());
@@ -159,22 +159,23 @@ TEST_CASE("cuda emu: attention backward from the forward's workspace", "[cuda][e
     if (!forward[f].workspace || forward[f].workspace(B, T, C, NH) == 0) continue;  // the fused one keeps no att
     const size_t ws_bytes = forward[f].workspace(B, T, C, NH);
     REQUIRE(ws_bytes >= n_att * sizeof(float));
-    kc::Buffer<float> att_ws(dev, ws_bytes / sizeof(float)), out(dev, static_cast<size_t>(B) * T * C);
+    kernels::Array<float> att_ws(dev, ws_bytes / sizeof(float), kernels::uninitialized),
+        out(dev, static_cast<size_t>(B) * T * C, kernels::uninitialized);
     att_ws.fill_bytes(0xFF);  // above the diagonal it stays NaN: the backward must not read it
     forward[f].run(out.data(), att_ws.data(), qkv.data(), B, T, C, NH);
     for (size_t v = 0; v < backward.size(); ++v) {
       INFO("forward " << forward[f].info.id << " then backward " << backward[v].info.id);
       const size_t bw_bytes = backward[v].workspace ? backward[v].workspace(B, T, C, NH) : 0;
-      kc::Buffer<float> scratch;
-      if (bw_bytes) scratch = kc::Buffer<float>(dev, bw_bytes / sizeof(float));
-      kc::Buffer<float> dqkv(dev, n_qkv);
+      kernels::Array<float> scratch;
+      if (bw_bytes) scratch = kernels::Array<float>(dev, bw_bytes / sizeof(float), kernels::uninitialized);
+      kernels::Array<float> dqkv(dev, n_qkv, kernels::uninitialized);
       dqkv.fill_bytes(0xFF);
       backward[v].run(dqkv.data(), bw_bytes ? scratch.data() : nullptr, dout.data(), qkv.data(), att_ws.data(), B, T,
                       C, NH);
       dev.synchronize();
       // the forward's probabilities carry their own float rounding here: a little looser
       // than the bench's backward-only tolerance
-      const kernels::harness::Check c = kernels::harness::compare("dqkv", dqkv.to_host(), want, {2e-5 * max_want, 1e-4});
+      const kernels::harness::Check c = kernels::harness::compare("dqkv", dqkv.to_vector(), want, {2e-5 * max_want, 1e-4});
       INFO(c.report);
       CHECK(c.ok());
     }

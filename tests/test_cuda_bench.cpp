@@ -73,7 +73,7 @@ class FakeProblem final : public cb::Problem {
 
   kernels::cuda::Device& dev_;
   size_t n_;
-  kernels::cuda::Buffer<float> in_, out_;
+  kernels::Array<float> in_, out_;
   std::vector<double> right_, wrong_;
   Calls& calls_;
 };

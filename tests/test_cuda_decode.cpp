@@ -79,10 +79,11 @@ TEST_CASE("cuda emu: attention_decode appends the new k, v rows and touches no o
   std::vector<float> k0 = random_floats(cache, 8), v0 = random_floats(cache, 9);
   for (auto& v : dev.kernels().attention_decode) {
     INFO("attention_decode " << v.info.id);
-    kc::Buffer<float> dq(dev, qkv), dk(dev, k0), dv(dev, v0), dout(dev, static_cast<size_t>(B) * n * uC);
+    kernels::Array<float> dq(dev, qkv, kernels::uninitialized), dk(dev, k0, kernels::uninitialized),
+        dv(dev, v0, kernels::uninitialized), dout(dev, static_cast<size_t>(B) * n * uC, kernels::uninitialized);
     v.run(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, maxT);
     dev.synchronize();
-    const std::vector<float> k = dk.to_host(), vv = dv.to_host();
+    const std::vector<float> k = dk.to_vector(), vv = dv.to_vector();
     size_t wrong = 0;
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < maxT; ++t)
@@ -114,26 +115,28 @@ TEST_CASE("cuda emu: inference kernels give the same bits run after run", "[cuda
   const std::vector<float> x = random_floats(static_cast<size_t>(n) * cols, 12);
   for (const char* f : kFormats) {
     const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, kernels::parse_format(f));
-    kc::Buffer<uint8_t> data(dev, p.data), index(dev, std::max<size_t>(1, p.index.size()));
-    kc::Buffer<float> scales(dev, std::max<size_t>(1, p.scales.size())), dx(dev, x), y(dev, static_cast<size_t>(n) * rows);
-    if (!p.scales.empty()) scales.upload(p.scales);
-    if (!p.index.empty()) index.upload(p.index);
+    kernels::Array<uint8_t> data(dev, p.data.to_vector(), kernels::uninitialized),
+        index(dev, std::max<size_t>(1, p.index.size()), kernels::uninitialized);
+    kernels::Array<float> scales(dev, std::max<size_t>(1, p.scales.size()), kernels::uninitialized),
+        dx(dev, x, kernels::uninitialized), y(dev, static_cast<size_t>(n) * rows, kernels::uninitialized);
+    if (!p.scales.empty()) scales.upload(p.scales.data(), p.scales.size());
+    if (!p.index.empty()) index.upload(p.index.data(), p.index.size());
     const kernels::WeightsView view{p.format, rows, cols, data.data(), p.scales.empty() ? nullptr : scales.data(),
                                     p.index.empty() ? nullptr : index.data()};
     for (auto& v : dev.kernels().matvec) {
       INFO(f << " matvec " << v.info.id);
       v.run(y.data(), dx.data(), view, nullptr, n);
-      const std::vector<float> first = y.to_host();
+      const std::vector<float> first = y.to_vector();
       y.fill_bytes(0xFF);
       v.run(y.data(), dx.data(), view, nullptr, n);
-      CHECK(same_bits(first, y.to_host()));
+      CHECK(same_bits(first, y.to_vector()));
     }
   }
 }
 
 TEST_CASE("cuda emu: inference kernels refuse impossible sizes", "[cuda][emu-kernels][decode]") {
   kc::Device& dev = kc::emulator();
-  kc::Buffer<float> buf(dev, 4096);
+  kernels::Array<float> buf(dev, 4096, kernels::uninitialized);
   float* p = buf.data();
   for (auto& v : dev.kernels().attention_decode) {
     INFO("attention_decode " << v.info.id);

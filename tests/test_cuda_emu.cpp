@@ -12,7 +12,7 @@
 
 #include "kernels/cuda/cuda.h"
 
-using kernels::cuda::Buffer;
+using kernels::Array;
 using kernels::cuda::Error;
 using kernels::cuda::launch;
 using Catch::Matchers::Contains;
@@ -188,9 +188,9 @@ std::vector<float> iota(size_t n, float start = 0.0f) {
 
 TEST_CASE("emulator: static shared memory and __syncthreads", "[cuda][emu]") {
   const std::vector<float> host = iota(128);
-  Buffer<float> in(dev(), host), out(dev(), 128);
+  Array<float> in(dev(), host, kernels::uninitialized), out(dev(), 128, kernels::uninitialized);
   launch("reverse_block", reverse_block, dim3(2), dim3(64), 0, out.data(), in.data());
-  const std::vector<float> got = out.to_host();
+  const std::vector<float> got = out.to_vector();
   for (size_t i = 0; i < 128; ++i) {
     const size_t base = i / 64 * 64;
     REQUIRE(got[i] == host[base + 63 - (i - base)]);
@@ -199,9 +199,9 @@ TEST_CASE("emulator: static shared memory and __syncthreads", "[cuda][emu]") {
 
 TEST_CASE("emulator: a missing __syncthreads gives a wrong answer every time", "[cuda][emu]") {
   const std::vector<float> host = iota(64, 1.0f);
-  Buffer<float> in(dev(), host), out(dev(), 64);
+  Array<float> in(dev(), host, kernels::uninitialized), out(dev(), 64, kernels::uninitialized);
   launch("reverse_block_no_sync", reverse_block_no_sync, dim3(1), dim3(64), 0, out.data(), in.data());
-  const std::vector<float> got = out.to_host();
+  const std::vector<float> got = out.to_vector();
   // Thread 0 ran to the end before thread 63 wrote its slot, so out[0] is not in[63].
   CHECK(got[0] != host[63]);
   CHECK(got[63] == host[0]);  // the last thread saw everything written
@@ -209,9 +209,9 @@ TEST_CASE("emulator: a missing __syncthreads gives a wrong answer every time", "
 
 TEST_CASE("emulator: dynamic shared memory, 2-D blocks and a tree reduction", "[cuda][emu]") {
   const std::vector<float> host = iota(3 * 256);
-  Buffer<float> in(dev(), host), out(dev(), 3);
+  Array<float> in(dev(), host, kernels::uninitialized), out(dev(), 3, kernels::uninitialized);
   launch("block_sum", block_sum, dim3(3), dim3(16, 16), 256 * sizeof(float), out.data(), in.data());
-  const std::vector<float> got = out.to_host();
+  const std::vector<float> got = out.to_vector();
   for (int b = 0; b < 3; ++b) {
     double want = 0;
     for (int i = 0; i < 256; ++i) want += host[static_cast<size_t>(b * 256 + i)];
@@ -221,10 +221,11 @@ TEST_CASE("emulator: dynamic shared memory, 2-D blocks and a tree reduction", "[
 
 TEST_CASE("emulator: warp shuffles", "[cuda][emu]") {
   const std::vector<float> host = iota(64, 1.0f);
-  Buffer<float> in(dev(), host), sum(dev(), 64), bcast(dev(), 64), down(dev(), 64),
+  Array<float> in(dev(), host, kernels::uninitialized), sum(dev(), 64, kernels::uninitialized),
+      bcast(dev(), 64, kernels::uninitialized), down(dev(), 64, kernels::uninitialized),
       up(dev(), 64);
   launch("shuffles", shuffles, dim3(1), dim3(64), 0, sum.data(), bcast.data(), down.data(), up.data(), in.data());
-  const auto s = sum.to_host(), b = bcast.to_host(), d = down.to_host(), u = up.to_host();
+  const auto s = sum.to_vector(), b = bcast.to_vector(), d = down.to_vector(), u = up.to_vector();
   for (size_t i = 0; i < 64; ++i) {
     const size_t warp = i / 32, lane = i % 32;
     double want = 0;
@@ -237,40 +238,41 @@ TEST_CASE("emulator: warp shuffles", "[cuda][emu]") {
 }
 
 TEST_CASE("emulator: ballot, any, all and __reduce_add_sync", "[cuda][emu]") {
-  Buffer<unsigned> ballot(dev(), 1);
-  Buffer<int> any(dev(), 1), all(dev(), 1), reduced(dev(), 1);
+  Array<unsigned> ballot(dev(), 1, kernels::uninitialized);
+  Array<int> any(dev(), 1, kernels::uninitialized), all(dev(), 1, kernels::uninitialized),
+      reduced(dev(), 1, kernels::uninitialized);
   launch("votes", votes, dim3(1), dim3(32), 0, ballot.data(), any.data(), all.data(), reduced.data());
-  CHECK(ballot.to_host()[0] == 0x55555555u);
-  CHECK(any.to_host()[0] == 1);
-  CHECK(all.to_host()[0] == 1);
-  CHECK(reduced.to_host()[0] == 31 * 32 / 2);
+  CHECK(ballot.to_vector()[0] == 0x55555555u);
+  CHECK(any.to_vector()[0] == 1);
+  CHECK(all.to_vector()[0] == 1);
+  CHECK(reduced.to_vector()[0] == 31 * 32 / 2);
 }
 
 TEST_CASE("emulator: atomics", "[cuda][emu]") {
-  Buffer<int> counter(dev(), 1), maximum(dev(), 1);
-  Buffer<float> total(dev(), 1);
+  Array<int> counter(dev(), 1, kernels::uninitialized), maximum(dev(), 1, kernels::uninitialized);
+  Array<float> total(dev(), 1, kernels::uninitialized);
   counter.fill_bytes(0);
   maximum.fill_bytes(0);
   total.fill_bytes(0);
   launch("atomics", atomics, dim3(5), dim3(96), 0, counter.data(), total.data(), maximum.data());
-  CHECK(counter.to_host()[0] == 480);
-  CHECK(total.to_host()[0] == 240.0f);
-  CHECK(maximum.to_host()[0] == 479);
+  CHECK(counter.to_vector()[0] == 480);
+  CHECK(total.to_vector()[0] == 240.0f);
+  CHECK(maximum.to_vector()[0] == 479);
 }
 
 TEST_CASE("emulator: float4 and __syncthreads_count", "[cuda][emu]") {
   const std::vector<float> host = iota(40, -3.0f);
-  Buffer<float> in(dev(), host), out(dev(), 40);
+  Array<float> in(dev(), host, kernels::uninitialized), out(dev(), 40, kernels::uninitialized);
   launch("scale4", scale4, dim3(1), dim3(32), 0, out.data(), in.data(), 10);
-  const auto got = out.to_host();
+  const auto got = out.to_vector();
   for (size_t i = 0; i < 40; ++i) CHECK(got[i] == 2.0f * host[i]);
-  Buffer<int> c(dev(), 1);
+  Array<int> c(dev(), 1, kernels::uninitialized);
   launch("count_odd", count_odd, dim3(1), dim3(100), 0, c.data());
-  CHECK(c.to_host()[0] == 50);
+  CHECK(c.to_vector()[0] == 50);
 }
 
 TEST_CASE("emulator: the runtime API checks copies and frees", "[cuda][emu]") {
-  Buffer<float> a(dev(), 16);
+  Array<float> a(dev(), 16, kernels::uninitialized);
   std::vector<float> host(16, 1.0f);
   float* d = a.data();
   // A copy longer than the device buffer, and a host pointer where a device one is due.
@@ -280,15 +282,15 @@ TEST_CASE("emulator: the runtime API checks copies and frees", "[cuda][emu]") {
   CHECK(cudaGetLastError() == cudaErrorInvalidDevicePointer);
   CHECK(cudaGetLastError() == cudaSuccess);
   // Fresh device memory is NaN (as if garbage), so an output never written is noticed.
-  Buffer<float> fresh(dev(), 4);
-  CHECK(std::isnan(fresh.to_host()[0]));
+  Array<float> fresh(dev(), 4, kernels::uninitialized);
+  CHECK(std::isnan(fresh.to_vector()[0]));
   // Out of memory: a clear message with the request.
   const std::string oom = launch_error([] { dev().allocate(size_t{1} << 60); });
   CHECK_THAT(oom, Contains("out of device memory") && Contains("asked for"));
 }
 
 TEST_CASE("emulator: an invalid launch configuration is refused", "[cuda][emu]") {
-  Buffer<float> out(dev(), 64);
+  Array<float> out(dev(), 64, kernels::uninitialized);
   const std::string e = launch_error([&] {
     launch("off_by_one", off_by_one, dim3(1), dim3(2048), 0, out.data(), 64);
   });
@@ -296,7 +298,7 @@ TEST_CASE("emulator: an invalid launch configuration is refused", "[cuda][emu]")
 }
 
 TEST_CASE("emulator: more than 48 KiB of dynamic shared memory needs cudaFuncSetAttribute", "[cuda][emu]") {
-  Buffer<float> out(dev(), 32);
+  Array<float> out(dev(), 32, kernels::uninitialized);
   const int n = 16 * 1024;  // 64 KiB
   const size_t bytes = n * sizeof(float);
   const std::string e = launch_error([&] { launch("big_smem", big_smem, dim3(1), dim3(32), bytes, out.data(), n); });
@@ -305,11 +307,11 @@ TEST_CASE("emulator: more than 48 KiB of dynamic shared memory needs cudaFuncSet
   kernels::cuda::check(cudaFuncSetAttribute(big_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, n * 4),
                        "cudaFuncSetAttribute");
   launch("big_smem", big_smem, dim3(1), dim3(32), bytes, out.data(), n);
-  CHECK(out.to_host()[0] == 3.0f);
+  CHECK(out.to_vector()[0] == 3.0f);
 }
 
 TEST_CASE("emulator: misuse - __syncthreads not reached by every thread", "[cuda][emu]") {
-  Buffer<float> out(dev(), 64);
+  Array<float> out(dev(), 64, kernels::uninitialized);
   const std::string e = launch_error([&] {
     launch("early_return", early_return, dim3(1), dim3(64), 0, out.data(), 40);
   });
@@ -318,7 +320,7 @@ TEST_CASE("emulator: misuse - __syncthreads not reached by every thread", "[cuda
 }
 
 TEST_CASE("emulator: misuse - a write past the end of a device buffer", "[cuda][emu]") {
-  Buffer<float> out(dev(), 1000);
+  Array<float> out(dev(), 1000, kernels::uninitialized);
   const std::string e = launch_error([&] {
     launch("off_by_one", off_by_one, dim3(4), dim3(256), 0, out.data(), 1000);
   });
@@ -329,14 +331,14 @@ TEST_CASE("emulator: misuse - a write past the end of a device buffer", "[cuda][
 }
 
 TEST_CASE("emulator: misuse - a write before the start of a device buffer", "[cuda][emu]") {
-  Buffer<float> out(dev(), 64);
+  Array<float> out(dev(), 64, kernels::uninitialized);
   const std::string e = launch_error([&] { launch("before_start", before_start, dim3(1), dim3(32), 0, out.data()); });
   CHECK_THAT(e, Contains("kernel 'before_start'") && Contains("block (0,0,0)") &&
                     Contains("before the start of a 256-byte device buffer"));
 }
 
 TEST_CASE("emulator: misuse - arithmetic on uninitialised shared memory", "[cuda][emu]") {
-  Buffer<float> out(dev(), 32);
+  Array<float> out(dev(), 32, kernels::uninitialized);
   const std::string e = launch_error([&] {
     launch("uninitialised_smem", uninitialised_smem, dim3(1), dim3(32), 32 * sizeof(float), out.data());
   });
@@ -345,7 +347,7 @@ TEST_CASE("emulator: misuse - arithmetic on uninitialised shared memory", "[cuda
 }
 
 TEST_CASE("emulator: misuse - warp shuffles with lanes that returned or do not exist", "[cuda][emu]") {
-  Buffer<float> out(dev(), 64);
+  Array<float> out(dev(), 64, kernels::uninitialized);
   const std::string returned = launch_error([&] {
     launch("shuffle_after_return", shuffle_after_return, dim3(1), dim3(32), 0, out.data());
   });

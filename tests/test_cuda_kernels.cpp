@@ -108,7 +108,8 @@ TEST_CASE("cuda emu: matmul's lesson rungs refuse a form they do not compute", "
   kernels::cuda::Device& dev = kernels::cuda::emulator();
   const auto& table = dev.kernels().matmul;
   REQUIRE(table.size() >= 11);
-  kernels::cuda::Buffer<float> a(dev, 16), b(dev, 16), c(dev, 16), bias(dev, 4);
+  kernels::Array<float> a(dev, 16, kernels::uninitialized), b(dev, 16, kernels::uninitialized),
+      c(dev, 16, kernels::uninitialized), bias(dev, 4, kernels::uninitialized);
   a.fill_bytes(0);
   b.fill_bytes(0);
   bias.fill_bytes(0);
@@ -156,12 +157,13 @@ TEST_CASE("cuda emu: dropout draws nn::dropout_forward's mask, bit for bit", "[c
     const uint64_t seed = 0x1234567890ABCDEFull + static_cast<uint64_t>(p * 100);
     std::vector<float> want_out(n), want_mask(n);
     nn::dropout_forward(want_out.data(), want_mask.data(), x.data(), static_cast<int64_t>(n), p, seed);
-    kernels::cuda::Buffer<float> in(dev, x), out(dev, n), mask(dev, n);
+    kernels::Array<float> in(dev, x, kernels::uninitialized), out(dev, n, kernels::uninitialized),
+        mask(dev, n, kernels::uninitialized);
     table[0].run(out.data(), mask.data(), in.data(), n, p, seed);
     dev.synchronize();
     INFO("p = " << p);
-    CHECK(mask.to_host() == want_mask);
-    CHECK(out.to_host() == want_out);
+    CHECK(mask.to_vector() == want_mask);
+    CHECK(out.to_vector() == want_out);
   }
 }
 

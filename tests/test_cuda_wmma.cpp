@@ -19,7 +19,7 @@
 #include "kernels/cuda/emu/wmma.h"
 #include "kernels/harness.h"
 
-using kernels::cuda::Buffer;
+using kernels::Array;
 using kernels::cuda::launch;
 namespace wmma = nvcuda::wmma;
 
@@ -144,7 +144,8 @@ TEST_CASE("wmma emulation: __float_to_tf32 rounds to nearest, ties away from zer
 TEST_CASE("wmma emulation: one 16x16x8 TF32 mma matches a double reference", "[cuda][emu]") {
   const Inputs in;
   const float c0 = 0.375f;
-  Buffer<float> a(dev(), in.a), b(dev(), in.b), bt(dev(), in.bt), d(dev(), 16 * 16);
+  Array<float> a(dev(), in.a, kernels::uninitialized), b(dev(), in.b, kernels::uninitialized),
+      bt(dev(), in.bt, kernels::uninitialized), d(dev(), 16 * 16, kernels::uninitialized);
   struct Case {
     const char* what;
     bool b_col_major, d_col_major, convert;
@@ -166,7 +167,7 @@ TEST_CASE("wmma emulation: one 16x16x8 TF32 mma matches a double reference", "[c
       launch("one_mma", one_mma<wmma::row_major>, dim3(1), dim3(32), 0, d.data(), a.data(), b.data(), c0, 16u,
              c.d_col_major ? 1 : 0, c.convert ? 1 : 0);
     }
-    const std::vector<float> got = d.to_host();
+    const std::vector<float> got = d.to_vector();
     double max_err = 0.0, max_vs_fp32 = 0.0;
     for (int i = 0; i < 16; ++i) {
       for (int j = 0; j < 16; ++j) {
@@ -186,7 +187,8 @@ TEST_CASE("wmma emulation: one 16x16x8 TF32 mma matches a double reference", "[c
 
 TEST_CASE("wmma emulation: a collective called by part of a warp is an error", "[cuda][emu]") {
   const Inputs in;
-  Buffer<float> a(dev(), in.a), b(dev(), in.b), d(dev(), 16 * 16);
+  Array<float> a(dev(), in.a, kernels::uninitialized), b(dev(), in.b, kernels::uninitialized),
+      d(dev(), 16 * 16, kernels::uninitialized);
   std::string message;
   try {
     launch("divergent_mma", divergent_mma, dim3(1), dim3(32), 0, d.data(), a.data(), b.data());
@@ -199,7 +201,7 @@ TEST_CASE("wmma emulation: a collective called by part of a warp is an error", "
 
 TEST_CASE("wmma emulation: a fragment pointer that is not 32-byte aligned is an error", "[cuda][emu]") {
   const Inputs in;
-  Buffer<float> a(dev(), in.a);
+  Array<float> a(dev(), in.a, kernels::uninitialized);
   std::string message;
   try {
     launch("misaligned_load", misaligned_load, dim3(1), dim3(32), 0, a.data());
@@ -288,8 +290,9 @@ TEST_CASE("wmma emulation: one 16x16x16 BF16 mma matches a double reference", "[
       hb[r * 16 + c] = hbt[c * 16 + r] = __float2bfloat16(b[r * 16 + c]);
     }
   }
-  Buffer<__nv_bfloat16> da(dev(), ha), dat(dev(), hat), db(dev(), hb), dbt(dev(), hbt);
-  Buffer<float> d(dev(), 16 * 16);
+  Array<__nv_bfloat16> da(dev(), ha, kernels::uninitialized), dat(dev(), hat, kernels::uninitialized),
+      db(dev(), hb, kernels::uninitialized), dbt(dev(), hbt, kernels::uninitialized);
+  Array<float> d(dev(), 16 * 16, kernels::uninitialized);
   const float c0 = -0.625f;
   struct Case {
     const char* what;
@@ -309,7 +312,7 @@ TEST_CASE("wmma emulation: one 16x16x16 BF16 mma matches a double reference", "[
     if (!c.a_col_major && c.b_col_major) kernel = one_bf16_mma<wmma::row_major, wmma::col_major>;
     if (c.a_col_major && c.b_col_major) kernel = one_bf16_mma<wmma::col_major, wmma::col_major>;
     launch("one_bf16_mma", kernel, dim3(1), dim3(32), 0, d.data(), pa, pb, c0);
-    const std::vector<float> got = d.to_host();
+    const std::vector<float> got = d.to_vector();
     double max_err = 0.0, max_vs_fp32 = 0.0;
     for (size_t i = 0; i < 16; ++i) {
       for (size_t j = 0; j < 16; ++j) {
@@ -333,7 +336,7 @@ TEST_CASE("wmma emulation: one 16x16x16 BF16 mma matches a double reference", "[
 }
 
 TEST_CASE("wmma emulation: a BF16 fragment's ldm must be a multiple of 8 elements", "[cuda][emu]") {
-  Buffer<__nv_bfloat16> a(dev(), std::vector<__nv_bfloat16>(16 * 16, __float2bfloat16(1.0f)));
+  Array<__nv_bfloat16> a(dev(), std::vector<__nv_bfloat16>(16 * 16, __float2bfloat16(1.0f)), kernels::uninitialized);
   std::string message;
   try {
     launch("bf16_bad_ldm", bf16_bad_ldm, dim3(1), dim3(32), 0, a.data());

@@ -560,6 +560,6 @@ TEST_CASE("gpt bad input: a host allocation larger than the machine's memory is 
   }
   // 64x the RAM: never a real request, and no overcommit policy lets it through either
   const auto too_much = static_cast<size_t>(pages) * static_cast<size_t>(page) * 64;
-  CHECK_THAT(error_of([&] { gpt::host_memory().allocate(too_much); }),
+  CHECK_THAT(error_of([&] { gpt::make_array<float>(gpt::host_memory(), too_much / sizeof(float)); }),
              Contains("MiB of host memory, more than this machine's") && Contains("--batch-size"));
 }

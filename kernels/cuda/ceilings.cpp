@@ -28,7 +28,8 @@ Ceilings measure_ceilings(Device& dev, const CeilingOptions& opts) {
   }
   bytes = bytes / 256 * 256;
   {
-    Buffer<float> src(dev, bytes / sizeof(float)), dst(dev, bytes / sizeof(float));
+    Array<float> src(dev, bytes / sizeof(float), kernels::uninitialized),
+        dst(dev, bytes / sizeof(float), kernels::uninitialized);
     src.fill_bytes(0x3C);
     dst.fill_bytes(0);
     dev.copy(dst.data(), src.data(), bytes);  // warm-up
@@ -48,7 +49,7 @@ Ceilings measure_ceilings(Device& dev, const CeilingOptions& opts) {
     const int blocks = info.emulated ? 1 : std::max(1, info.multiprocessors) * 8;
     const int threads = info.emulated ? 32 : 256;
     const int iters = info.emulated ? 64 : opts.quick ? 4096 : 16384;
-    Buffer<float> out(dev, static_cast<size_t>(blocks) * static_cast<size_t>(threads));
+    Array<float> out(dev, static_cast<size_t>(blocks) * static_cast<size_t>(threads), kernels::uninitialized);
     double flops = dev.kernels().fma_peak(out.data(), blocks, threads, iters);  // warm-up
     dev.synchronize();
     double best = std::numeric_limits<double>::infinity();

@@ -4,7 +4,7 @@
 // same code:
 //
 //   Device& dev = kernels::cuda::default_device();   // the GPU if there is one, else the emulator
-//   Buffer<float> a(dev, n);  a.upload(host);         // cudaMalloc + cudaMemcpy
+//   Array<float> a(dev, n);  a.upload(host);          // cudaMalloc + cudaMemcpy (kernels/memory.h)
 //   dev.kernels().matmul[2].run(c, a, b, M, N, K, {});  // version v3 of the matmul ladder
 //
 // Every op has numbered versions (v1 naive ... vN fused/tiled), each with what it changes
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/memory.h"
 #include "kernels/weight_format.h"
 
 namespace kernels::cuda {
@@ -217,18 +218,16 @@ struct DeviceInfo {
   std::string runtime;   // "CUDA runtime 12.4, driver 12.6" or "emulator"
 };
 
-class Device {
+// A device is a kernels::Memory (allocate, release, to_host, from_host, copy, fill), so
+// kernels::Array<T>(dev, n) is a device buffer and the GPT trainer keeps its model in it.
+// allocate throws Error (an OutOfMemory: kernels/cuda/cuda.h) with the request and the free
+// memory when out of memory; fresh memory is the GPU's garbage or, in the emulator, NaN bytes.
+class Device : public kernels::Memory {
  public:
-  virtual ~Device() = default;
   virtual const DeviceInfo& info() const = 0;
   virtual const Kernels& kernels() const = 0;
-  // Throws Error (kernels/cuda/cuda.h) with the request and the free memory when out of memory.
-  virtual void* allocate(size_t bytes) = 0;
-  virtual void release(void* p) = 0;
-  virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
-  virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
-  virtual void copy(void* device_dst, const void* device_src, size_t bytes) = 0;
-  virtual void fill_bytes(void* device_dst, int byte, size_t bytes) = 0;
+  bool is_host() const override { return false; }
+  std::string where() const override { return "the device memory of " + info().name; }
   // Waits for everything launched so far; throws Error if a kernel failed.
   virtual void synchronize() = 0;
   // Milliseconds `work` takes on the device, between two events around it.
@@ -248,52 +247,5 @@ Device* gpu(std::string* why_not = nullptr);
 // NNLAB_DEVICE=emu or =gpu chooses; otherwise the GPU when there is one, else the emulator.
 // NNLAB_DEVICE=gpu without a GPU throws Error saying why.
 Device& default_device();
-
-// An owning device buffer of n T's.
-template <class T>
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(Device& dev, size_t n) : dev_(&dev), n_(n), p_(static_cast<T*>(dev.allocate(n * sizeof(T)))) {}
-  Buffer(Device& dev, const std::vector<T>& host) : Buffer(dev, host.size()) { upload(host); }
-  ~Buffer() { reset(); }
-  Buffer(Buffer&& o) noexcept : dev_(o.dev_), n_(o.n_), p_(o.p_) { o.p_ = nullptr; o.n_ = 0; }
-  Buffer& operator=(Buffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      dev_ = o.dev_; n_ = o.n_; p_ = o.p_;
-      o.p_ = nullptr; o.n_ = 0;
-    }
-    return *this;
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-
-  T* data() { return p_; }
-  const T* data() const { return p_; }
-  size_t size() const { return n_; }
-  size_t bytes() const { return n_ * sizeof(T); }
-  // Copies min(n, size()) elements. (C++17: nvcc compiles this header too, so no std::span.)
-  void upload(const T* host, size_t n) { dev_->upload(p_, host, std::min(n, n_) * sizeof(T)); }
-  void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
-  void download(T* host, size_t n) const { dev_->download(host, p_, std::min(n, n_) * sizeof(T)); }
-  std::vector<T> to_host() const {
-    std::vector<T> h(n_);
-    download(h.data(), n_);
-    return h;
-  }
-  // Fills every byte (0xFF makes every float a NaN: an output never written stays NaN).
-  void fill_bytes(int byte) { dev_->fill_bytes(p_, byte, bytes()); }
-  void reset() {
-    if (p_) dev_->release(p_);
-    p_ = nullptr;
-    n_ = 0;
-  }
-
- private:
-  Device* dev_ = nullptr;
-  size_t n_ = 0;
-  T* p_ = nullptr;
-};
 
 }  // namespace kernels::cuda

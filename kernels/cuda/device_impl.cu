@@ -82,16 +82,16 @@ class DeviceImpl final : public Device {
     return p;
   }
   void release(void* p) override { check(cudaFree(p), "cudaFree"); }
-  void upload(void* dst, const void* src, size_t bytes) override {
+  void from_host(void* dst, const void* src, size_t bytes) override {
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
   }
-  void download(void* dst, const void* src, size_t bytes) override {
+  void to_host(void* dst, const void* src, size_t bytes) override {
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device to host");
   }
   void copy(void* dst, const void* src, size_t bytes) override {
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy device to device");
   }
-  void fill_bytes(void* dst, int byte, size_t bytes) override { check(cudaMemset(dst, byte, bytes), "cudaMemset"); }
+  void fill(void* dst, int byte, size_t bytes) override { check(cudaMemset(dst, byte, bytes), "cudaMemset"); }
   void synchronize() override { check(cudaDeviceSynchronize(), "waiting for the device (a kernel failed)"); }
 
   double time_ms(const std::function<void()>& work) override {

@@ -19,7 +19,7 @@ namespace lesson09 {
 
 namespace {
 
-using kernels::cuda::Buffer;
+using kernels::Array;
 using kernels::cuda::ceil_div;
 using kernels::cuda::launch;
 
@@ -77,7 +77,7 @@ std::vector<BrokenKernel> run_broken_kernels() {
   kernels::cuda::Device& dev = kernels::cuda::emulator();
   const int n = 1000;  // 4000 bytes: the buffer ends exactly at the emulator's guard page
   std::vector<float> host(n, 1.0f);
-  Buffer<float> in(dev, host), out(dev, n);
+  Array<float> in(dev, host, kernels::uninitialized), out(dev, n, kernels::uninitialized);
   const int block = 256;
   const unsigned blocks = static_cast<unsigned>(ceil_div(n, block));
 

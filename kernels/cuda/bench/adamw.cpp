@@ -89,15 +89,15 @@ class AdamWProblem final : public Problem {
 
  private:
   // Compares [offset, offset + n) of a device buffer with the reference.
-  Check compare_range(const std::string& name, const Buffer<float>& got, const std::vector<double>& want,
+  Check compare_range(const std::string& name, const Array<float>& got, const std::vector<double>& want,
                       harness::Tolerance tol) const {
-    const std::vector<float> host = got.to_host();
+    const std::vector<float> host = got.to_vector();
     return harness::compare(name, std::span<const float>(host).subspan(offset_, n_), want, tol);
   }
 
   Device& dev_;
   size_t n_, offset_;
-  Buffer<float> p_, m_, v_, g_;
+  Array<float> p_, m_, v_, g_;
   AdamWArgs args_;
   std::vector<float> p0_, m0_, v0_;
   std::vector<double> want_p_, want_m_, want_v_;

@@ -85,7 +85,7 @@ class AttentionProblem final : public Problem {
     if (sampled_.empty()) {
       c = compare_device("out", out_, want_, tol);
     } else {
-      const std::vector<float> got = out_.to_host();
+      const std::vector<float> got = out_.to_vector();
       c = harness::compare_at("out", got, sampled_, want_, tol);
     }
     if (workspace_bytes(v) > 0) c = harness::merge(c, check_probabilities());
@@ -109,7 +109,7 @@ class AttentionProblem final : public Problem {
     std::vector<float> got(p_want_.size());
     size_t at = 0;
     if (sampled_.empty()) {
-      const std::vector<float> ws = workspace_.to_host();  // small: the test sizes
+      const std::vector<float> ws = workspace_.to_vector();  // small: the test sizes
       for (const ScoreRow& r : p_rows_) {
         std::copy_n(ws.begin() + static_cast<std::ptrdiff_t>(r.offset), r.length,
                     got.begin() + static_cast<std::ptrdiff_t>(at));
@@ -117,7 +117,7 @@ class AttentionProblem final : public Problem {
       }
     } else {  // the bench sizes: the sampled rows only, not the whole T^2 matrix
       for (const ScoreRow& r : p_rows_) {
-        dev_.download(got.data() + at, workspace_.data() + r.offset, r.length * sizeof(float));
+        dev_.to_host(got.data() + at, workspace_.data() + r.offset, r.length * sizeof(float));
         at += r.length;
       }
     }
@@ -196,13 +196,13 @@ class AttentionProblem final : public Problem {
   void resize_workspace(size_t bytes) {
     if (workspace_.bytes() == bytes) return;
     workspace_.reset();  // free first: never hold two T^2 buffers at once
-    if (bytes) workspace_ = Buffer<float>(dev_, (bytes + sizeof(float) - 1) / sizeof(float));
+    if (bytes) workspace_ = Array<float>(dev_, (bytes + sizeof(float) - 1) / sizeof(float), kernels::uninitialized);
   }
 
   Device& dev_;
   int B_, T_, C_, NH_;
   std::vector<float> qkv_host_;
-  Buffer<float> qkv_, out_, workspace_;
+  Array<float> qkv_, out_, workspace_;
   std::vector<double> want_;     // every output, or the sampled ones
   std::vector<size_t> sampled_;  // the indices of want_ in out (empty: want_ is every output)
   std::vector<ScoreRow> p_rows_;  // the workspace rows the reference computed
@@ -309,7 +309,7 @@ class AttentionBackwardProblem final : public Problem {
     // scale or a transposed tile is off by 1e-2 of that or more.
     const harness::Tolerance tol{1e-5 * max_abs_want_, 1e-4};
     if (sampled_.empty()) return compare_device("dqkv", dqkv_, want_, tol);
-    const std::vector<float> got = dqkv_.to_host();
+    const std::vector<float> got = dqkv_.to_vector();
     return harness::compare_at("dqkv", got, sampled_, want_, tol);
   }
 
@@ -421,19 +421,19 @@ class AttentionBackwardProblem final : public Problem {
         }
       }
     }
-    att_ = Buffer<float>(dev_, att);
+    att_ = Array<float>(dev_, att, kernels::uninitialized);
   }
 
   void resize_workspace(size_t bytes) {
     if (workspace_.bytes() == bytes) return;
     workspace_.reset();  // free first: never hold two T^2 buffers at once
-    if (bytes) workspace_ = Buffer<float>(dev_, (bytes + sizeof(float) - 1) / sizeof(float));
+    if (bytes) workspace_ = Array<float>(dev_, (bytes + sizeof(float) - 1) / sizeof(float), kernels::uninitialized);
   }
 
   Device& dev_;
   int B_, T_, C_, NH_;
   std::vector<float> qkv_host_, dout_host_;
-  Buffer<float> qkv_, dout_, att_, dqkv_, workspace_;
+  Array<float> qkv_, dout_, att_, dqkv_, workspace_;
   std::vector<double> want_;     // every element of dqkv, or those of the sampled heads
   std::vector<size_t> sampled_;  // the indices of want_ in dqkv (empty: want_ is every element)
   double max_abs_want_ = 0.0;

@@ -28,7 +28,7 @@ class CrossEntropyProblem final : public Problem {
     std::vector<int> t(N);
     harness::Random rng(seed ^ 0x7a5c3e1d2b4f6081ull);
     for (int& target : t) target = static_cast<int>(rng.next_u64() % V);
-    targets_ = Buffer<int>(dev, t);
+    targets_ = Array<int>(dev, t, kernels::uninitialized);
     // loss = log sum_v exp(x_v - max) + max - x_t;  dlogits_v = (p_v - [v == t]) / N, in double
     for (size_t n = 0; n < N; ++n) {
       const float* row = x.data() + n * V;
@@ -84,8 +84,8 @@ class CrossEntropyProblem final : public Problem {
  private:
   Device& dev_;
   size_t N_, V_;
-  Buffer<float> logits_, losses_, dlogits_;
-  Buffer<int> targets_;
+  Array<float> logits_, losses_, dlogits_;
+  Array<int> targets_;
   std::vector<double> want_losses_, want_dlogits_;
 };
 

@@ -87,17 +87,17 @@ class MatvecProblem final : public Problem {
 
     // Device copies: data (4 bytes in when shifted), scales, index.
     const size_t shift = s.shifted ? 4 : 0;
-    data_ = Buffer<uint8_t>(dev, packed_.data.size() + shift);
-    dev.upload(data_.data() + shift, packed_.data.data(), packed_.data.size());
-    if (!packed_.scales.empty()) scales_ = Buffer<float>(dev, packed_.scales);
-    if (!packed_.index.empty()) index_ = Buffer<uint8_t>(dev, packed_.index);
+    data_ = Array<uint8_t>(dev, packed_.data.size() + shift, kernels::uninitialized);
+    dev.from_host(data_.data() + shift, packed_.data.data(), packed_.data.size());
+    if (!packed_.scales.empty()) scales_ = Array<float>(dev, packed_.scales.to_vector(), kernels::uninitialized);
+    if (!packed_.index.empty()) index_ = Array<uint8_t>(dev, packed_.index.to_vector(), kernels::uninitialized);
     view_ = {s.format, s.rows, s.cols, data_.data() + shift, packed_.scales.empty() ? nullptr : scales_.data(),
              packed_.index.empty() ? nullptr : index_.data()};
 
     std::vector<float> x, bias;
     x_ = random_buffer(dev, n * cols, seed + 1, -1.0f, 1.0f, &x);
     if (s.bias) bias_ = random_buffer(dev, rows, seed + 2, -1.0f, 1.0f, &bias);
-    y_ = Buffer<float>(dev, n * rows);
+    y_ = Array<float>(dev, n * rows, kernels::uninitialized);
 
     // The reference: matvec_v1 on the host, float sums in column order.
     std::vector<float> want(n * rows);
@@ -151,8 +151,8 @@ class MatvecProblem final : public Problem {
   Device& dev_;
   MatvecSize s_;
   kernels::PackedWeights packed_;
-  Buffer<uint8_t> data_, index_;
-  Buffer<float> scales_, x_, bias_, y_;
+  Array<uint8_t> data_, index_;
+  Array<float> scales_, x_, bias_, y_;
   WeightsView view_;
   std::vector<double> want_;
   Tolerance tol_;
@@ -216,9 +216,9 @@ class AttentionDecodeProblem final : public Problem {
         v0_[b * static_cast<size_t>(d.maxT()) * uC + e] = rng.uniform(-3.0f, 3.0f);
       }
     }
-    kcache_ = Buffer<float>(dev, k0_);
-    vcache_ = Buffer<float>(dev, v0_);
-    out_ = Buffer<float>(dev, B * n * uC);
+    kcache_ = Array<float>(dev, k0_, kernels::uninitialized);
+    vcache_ = Array<float>(dev, v0_, kernels::uninitialized);
+    out_ = Array<float>(dev, B * n * uC, kernels::uninitialized);
 
     std::vector<float> out(B * n * uC), kc = k0_, vc = v0_;
     kernels::attention_decode_v1(out.data(), kc.data(), vc.data(), qkv.data(), d.B, d.n, d.pos, d.C, d.NH, d.maxT());
@@ -268,7 +268,7 @@ class AttentionDecodeProblem final : public Problem {
  private:
   Device& dev_;
   DecodeSize d_;
-  Buffer<float> qkv_, kcache_, vcache_, out_;
+  Array<float> qkv_, kcache_, vcache_, out_;
   std::vector<float> k0_, v0_;
   std::vector<double> want_out_, want_k_, want_v_;
 };

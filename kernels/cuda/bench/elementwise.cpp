@@ -39,7 +39,7 @@ class Cos2Problem final : public Problem {
  private:
   Device& dev_;
   size_t n_;
-  Buffer<float> in_, out_;
+  Array<float> in_, out_;
   std::vector<double> want_;
 };
 
@@ -75,9 +75,9 @@ double gelu_ref(double x) {
 constexpr harness::Tolerance kGeluTol{1e-6, 1e-5};
 
 // A copy of host one float into a new buffer of n + 1: a start 4- but not 16-byte aligned.
-Buffer<float> shifted_copy(Device& dev, const std::vector<float>& host) {
-  Buffer<float> b(dev, host.size() + 1);
-  dev.upload(b.data() + 1, host.data(), host.size() * sizeof(float));
+Array<float> shifted_copy(Device& dev, const std::vector<float>& host) {
+  Array<float> b(dev, host.size() + 1, kernels::uninitialized);
+  dev.from_host(b.data() + 1, host.data(), host.size() * sizeof(float));
   return b;
 }
 
@@ -110,7 +110,7 @@ class GeluProblem final : public Problem {
 
   Device& dev_;
   size_t n_;
-  Buffer<float> in_, in_shifted_, out_;
+  Array<float> in_, in_shifted_, out_;
   std::vector<double> want_;
 };
 
@@ -157,7 +157,7 @@ class BiasGeluProblem final : public Problem {
 
   Device& dev_;
   size_t rows_, cols_, n_;
-  Buffer<float> inp_, bias_, inp_shifted_, bias_shifted_, out_;
+  Array<float> inp_, bias_, inp_shifted_, bias_shifted_, out_;
   std::vector<double> want_;
 };
 

@@ -39,9 +39,9 @@ constexpr double kUnitRoundoff = 0x1p-24;  // float: relative error of one round
 std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 // A copy of host one float into a new buffer of n + 1: a start 4- but not 16-byte aligned.
-Buffer<float> shifted_copy(Device& dev, const std::vector<float>& host) {
-  Buffer<float> b(dev, host.size() + 1);
-  dev.upload(b.data() + 1, host.data(), host.size() * sizeof(float));
+Array<float> shifted_copy(Device& dev, const std::vector<float>& host) {
+  Array<float> b(dev, host.size() + 1, kernels::uninitialized);
+  dev.from_host(b.data() + 1, host.data(), host.size() * sizeof(float));
   return b;
 }
 
@@ -83,7 +83,7 @@ class EncoderForwardProblem final : public Problem {
       : dev_(dev), B_(B), T_(T), C_(C), V_(V), out_(dev, elements()) {
     const size_t BT = static_cast<size_t>(B) * static_cast<size_t>(T);
     const std::vector<int> ids = token_ids(BT, V, seed);
-    inp_ = Buffer<int>(dev, ids);
+    inp_ = Array<int>(dev, ids, kernels::uninitialized);
     std::vector<float> wte, wpe;
     wte_ = random_buffer(dev, static_cast<size_t>(V) * static_cast<size_t>(C), seed + 1, -1.0f, 1.0f, &wte);
     wpe_ = random_buffer(dev, static_cast<size_t>(T) * static_cast<size_t>(C), seed + 2, -1.0f, 1.0f, &wpe);
@@ -120,8 +120,8 @@ class EncoderForwardProblem final : public Problem {
   size_t elements() const { return static_cast<size_t>(B_) * static_cast<size_t>(T_) * static_cast<size_t>(C_); }
   Device& dev_;
   int B_, T_, C_, V_;
-  Buffer<int> inp_;
-  Buffer<float> wte_, wpe_, out_;
+  Array<int> inp_;
+  Array<float> wte_, wpe_, out_;
   std::vector<double> want_;
 };
 
@@ -134,7 +134,7 @@ class EncoderBackwardProblem final : public Problem {
     const size_t BT = static_cast<size_t>(B) * static_cast<size_t>(T);
     const size_t Cs = static_cast<size_t>(C);
     const std::vector<int> ids = token_ids(BT, V, seed);
-    inp_ = Buffer<int>(dev, ids);
+    inp_ = Array<int>(dev, ids, kernels::uninitialized);
     std::vector<float> dy;
     dout_ = random_buffer(dev, BT * Cs, seed + 1, -1.0f, 1.0f, &dy);
     // Both gradients ACCUMULATE: they start from known values, and so do the references.
@@ -142,8 +142,8 @@ class EncoderBackwardProblem final : public Problem {
     dwpe0_.resize(static_cast<size_t>(T) * Cs);
     harness::fill_random(dwte0_, seed + 2);
     harness::fill_random(dwpe0_, seed + 3);
-    dwte_ = Buffer<float>(dev, dwte0_);
-    dwpe_ = Buffer<float>(dev, dwpe0_);
+    dwte_ = Array<float>(dev, dwte0_, kernels::uninitialized);
+    dwpe_ = Array<float>(dev, dwpe0_, kernels::uninitialized);
 
     // Two references, nn::encoder_backward's loop (b, t in order, += onto the old value):
     //   in double, with a tolerance for the float sums;
@@ -202,8 +202,8 @@ class EncoderBackwardProblem final : public Problem {
  private:
   Device& dev_;
   int B_, T_, C_, V_;
-  Buffer<int> inp_;
-  Buffer<float> dout_, dwte_, dwpe_;
+  Array<int> inp_;
+  Array<float> dout_, dwte_, dwpe_;
   std::vector<float> dwte0_, dwpe0_;
   std::vector<double> want_dwte_, want_dwpe_, seq_dwte_, seq_dwpe_;
   Tolerance dwte_tol_, dwpe_tol_;
@@ -253,7 +253,7 @@ class GeluBackwardProblem final : public Problem {
   }
   Device& dev_;
   size_t n_;
-  Buffer<float> inp_, dout_, inp_shifted_, dout_shifted_, dinp_;
+  Array<float> inp_, dout_, inp_shifted_, dout_shifted_, dinp_;
   std::vector<double> want_;
 };
 
@@ -326,7 +326,7 @@ class DropoutForwardProblem final : public Problem {
   size_t n_;
   uint64_t seed_;
   std::vector<float> x_;
-  Buffer<float> inp_, out_, mask_;
+  Array<float> inp_, out_, mask_;
 };
 
 // ---- multiply, add, scale ---------------------------------------------------------------------
@@ -384,7 +384,7 @@ class ElementwiseProblem final : public Problem {
   Elementwise kind_;
   size_t n_;
   std::vector<float> a0_, b0_;
-  Buffer<float> a_, b_, out_;
+  Array<float> a_, b_, out_;
   std::vector<double> want_;
 };
 
@@ -438,8 +438,8 @@ class CrossEntropyLossProblem final : public Problem {
     std::vector<float> p;
     std::vector<int> t;
     softmax_inputs(N, V, seed, p, t);
-    probs_ = Buffer<float>(dev, p);
-    targets_ = Buffer<int>(dev, t);
+    probs_ = Array<float>(dev, p, kernels::uninitialized);
+    targets_ = Array<int>(dev, t, kernels::uninitialized);
     // loss = -log p[target], of the float probability the kernel reads
     for (size_t n = 0; n < N; ++n) want_[n] = -std::log(static_cast<double>(p[n * V + static_cast<size_t>(t[n])]));
   }
@@ -462,8 +462,8 @@ class CrossEntropyLossProblem final : public Problem {
  private:
   Device& dev_;
   size_t N_, V_;
-  Buffer<float> probs_, losses_;
-  Buffer<int> targets_;
+  Array<float> probs_, losses_;
+  Array<int> targets_;
   std::vector<double> want_;
 };
 
@@ -474,8 +474,8 @@ class CrossEntropyBackwardProblem final : public Problem {
     std::vector<float> p;
     std::vector<int> t;
     softmax_inputs(N, V, seed, p, t);
-    probs_ = Buffer<float>(dev, p);
-    targets_ = Buffer<int>(dev, t);
+    probs_ = Array<float>(dev, p, kernels::uninitialized);
+    targets_ = Array<int>(dev, t, kernels::uninitialized);
     // dlogits = (p - [v == target]) * scale, in double (scale = dloss / N, dloss = 0.75 here)
     for (size_t n = 0; n < N; ++n) {
       for (size_t v = 0; v < V; ++v) {
@@ -504,8 +504,8 @@ class CrossEntropyBackwardProblem final : public Problem {
   Device& dev_;
   size_t N_, V_;
   float scale_;
-  Buffer<float> probs_, dlogits_;
-  Buffer<int> targets_;
+  Array<float> probs_, dlogits_;
+  Array<int> targets_;
   std::vector<double> want_;
 };
 
@@ -587,12 +587,12 @@ class SumProblem final : public Problem {
     workspace_.fill_bytes(0xFF);
     dev_.kernels().sum.at(v).run(out_.data(), workspace_.data(), x_.data(), n_, squares);
     dev_.synchronize();
-    return out_.to_host()[0];
+    return out_.to_vector()[0];
   }
   Device& dev_;
   size_t n_;
-  Buffer<float> x_;
-  Buffer<double> out_, workspace_;
+  Array<float> x_;
+  Array<double> out_, workspace_;
   double want_sum_ = 0.0, want_squares_ = 0.0, abs_sum_ = 0.0;
 };
 

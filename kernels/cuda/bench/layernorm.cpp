@@ -120,7 +120,7 @@ class LayernormForwardProblem final : public Problem {
         rstd_(dev, static_cast<size_t>(N)) {
     const std::vector<float> x = layernorm_input(N, C, seed);
     std::vector<float> w, b;
-    inp_ = Buffer<float>(dev, x);
+    inp_ = Array<float>(dev, x, kernels::uninitialized);
     weight_ = random_buffer(dev, static_cast<size_t>(C), seed + 1, 0.5f, 1.5f, &w);
     bias_ = random_buffer(dev, static_cast<size_t>(C), seed + 2, -0.5f, 0.5f, &b);
     if (!bias) b.assign(static_cast<size_t>(C), 0.0f);  // no bias: the reference adds zeros
@@ -159,7 +159,7 @@ class LayernormForwardProblem final : public Problem {
   Device& dev_;
   int N_, C_;
   bool with_bias_;
-  Buffer<float> inp_, weight_, bias_, out_, mean_, rstd_;
+  Array<float> inp_, weight_, bias_, out_, mean_, rstd_;
   ForwardReference ref_;
 };
 
@@ -176,10 +176,10 @@ class LayernormBackwardProblem final : public Problem {
     // mean and rstd as the forward pass saved them: the exact statistics rounded to float.
     const LayernormReference fwd = layernorm_reference(x.data(), w.data(), b.data(), N, C);
     std::vector<float> mean(fwd.mean.begin(), fwd.mean.end()), rstd(fwd.rstd.begin(), fwd.rstd.end());
-    inp_ = Buffer<float>(dev, x);
-    weight_ = Buffer<float>(dev, w);
-    mean_ = Buffer<float>(dev, mean);
-    rstd_ = Buffer<float>(dev, rstd);
+    inp_ = Array<float>(dev, x, kernels::uninitialized);
+    weight_ = Array<float>(dev, w, kernels::uninitialized);
+    mean_ = Array<float>(dev, mean, kernels::uninitialized);
+    rstd_ = Array<float>(dev, rstd, kernels::uninitialized);
     dout_ = random_buffer(dev, n, seed + 2, -1.0f, 1.0f, &dy);
     // The three outputs ACCUMULATE: they start from these known values, and so does the reference.
     dinp0_.resize(n);
@@ -188,9 +188,9 @@ class LayernormBackwardProblem final : public Problem {
     harness::fill_random(dinp0_, seed + 3);
     harness::fill_random(dweight0_, seed + 4);
     harness::fill_random(dbias0_, seed + 5);
-    dinp_ = Buffer<float>(dev, dinp0_);
-    dweight_ = Buffer<float>(dev, dweight0_);
-    dbias_ = Buffer<float>(dev, dbias0_);
+    dinp_ = Array<float>(dev, dinp0_, kernels::uninitialized);
+    dweight_ = Array<float>(dev, dweight0_, kernels::uninitialized);
+    dbias_ = Array<float>(dev, dbias0_, kernels::uninitialized);
 
     // The reference: nn::layernorm_backward's formulas, in double, from the float mean/rstd.
     //   xhat = (x - mean) rstd,  g = dout w,  dinp += rstd (g - mean(g) - xhat mean(g xhat))
@@ -265,7 +265,7 @@ class LayernormBackwardProblem final : public Problem {
     // The deterministic version promises the same bits every run: run it again and compare
     // exactly (v1, v2's float atomics may legitimately differ on a GPU).
     if (dev_.kernels().layernorm_backward.at(v).info.name == "deterministic") {
-      const std::vector<float> dinp1 = dinp_.to_host(), dweight1 = dweight_.to_host(), dbias1 = dbias_.to_host();
+      const std::vector<float> dinp1 = dinp_.to_vector(), dweight1 = dweight_.to_vector(), dbias1 = dbias_.to_vector();
       dinp_.upload(dinp0_);
       dweight_.upload(dweight0_);
       dbias_.upload(dbias0_);
@@ -283,7 +283,7 @@ class LayernormBackwardProblem final : public Problem {
   Device& dev_;
   int N_, C_;
   bool with_bias_;
-  Buffer<float> inp_, weight_, mean_, rstd_, dout_, dinp_, dweight_, dbias_;
+  Array<float> inp_, weight_, mean_, rstd_, dout_, dinp_, dweight_, dbias_;
   std::vector<float> dinp0_, dweight0_, dbias0_;
   std::vector<double> want_dinp_, want_dweight_, want_dbias_;
   Tolerance dinp_tol_, dweight_tol_, dbias_tol_;
@@ -298,7 +298,7 @@ class ResidualLayernormProblem final : public Problem {
         mean_(dev, static_cast<size_t>(N)), rstd_(dev, static_cast<size_t>(N)) {
     const std::vector<float> a = layernorm_input(N, C, seed);
     std::vector<float> b, w, bias;
-    a_ = Buffer<float>(dev, a);
+    a_ = Array<float>(dev, a, kernels::uninitialized);
     b_ = random_buffer(dev, elements(), seed + 1, -1.0f, 1.0f, &b);
     weight_ = random_buffer(dev, static_cast<size_t>(C), seed + 2, 0.5f, 1.5f, &w);
     bias_ = random_buffer(dev, static_cast<size_t>(C), seed + 3, -0.5f, 0.5f, &bias);
@@ -342,7 +342,7 @@ class ResidualLayernormProblem final : public Problem {
   Device& dev_;
   int N_, C_;
   bool with_bias_;
-  Buffer<float> a_, b_, weight_, bias_, residual_, out_, mean_, rstd_;
+  Array<float> a_, b_, weight_, bias_, residual_, out_, mean_, rstd_;
   std::vector<double> want_residual_;
   ForwardReference ref_;
 };

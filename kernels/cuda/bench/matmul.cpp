@@ -207,9 +207,9 @@ Rounding rounding_of(const Variant& v) {
 // The window [at, at + n) of out (n + 1 floats) against want at the sampled indices, and the
 // one float outside the window must still hold the 0xFF fill (a write past the end at = 0,
 // or before the start at = 1, changes it).
-Check compare_window_at(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
+Check compare_window_at(const std::string& name, const Array<float>& out, size_t at, size_t n,
                         const std::vector<size_t>& samples, const std::vector<double>& want, Tolerance tol) {
-  const std::vector<float> host = out.to_host();
+  const std::vector<float> host = out.to_vector();
   Check c = harness::compare_at(name, std::span<const float>(host.data() + at, n), samples, want, tol);
   uint32_t bits = 0;
   std::memcpy(&bits, &host[at == 0 ? n : 0], sizeof bits);
@@ -222,10 +222,10 @@ Check compare_window_at(const std::string& name, const Buffer<float>& out, size_
 
 // A device copy of `host` as allocated (aligned) and one float further on (shifted).
 struct TwoCopies {
-  Buffer<float> aligned, shifted;
+  Array<float> aligned, shifted;
   TwoCopies() = default;
   TwoCopies(Device& dev, const std::vector<float>& host) : aligned(dev, host), shifted(dev, host.size() + 1) {
-    dev.upload(shifted.data() + 1, host.data(), host.size() * sizeof(float));
+    dev.from_host(shifted.data() + 1, host.data(), host.size() * sizeof(float));
   }
   const float* at(size_t offset) const { return offset == 0 ? aligned.data() : shifted.data() + 1; }
 };
@@ -246,7 +246,7 @@ class MatmulProblem final : public Problem {
       host_bias_.resize(static_cast<size_t>(s_.N));
       harness::fill_random(host_bias_, seed + 2, -1.0f, 1.0f);
       bias_ = TwoCopies(dev, host_bias_);
-      if (variants_.size() > dev.kernels().matmul.size()) ones_ = Buffer<float>(dev, std::vector<float>(s_.M, 1.0f));
+      if (variants_.size() > dev.kernels().matmul.size()) ones_ = Array<float>(dev, std::vector<float>(s_.M, 1.0f), kernels::uninitialized);
     }
     if (s_.args.accumulate) {
       host_c0_.resize(elements_c());
@@ -281,7 +281,7 @@ class MatmulProblem final : public Problem {
     Check c;
     for (size_t at : {size_t{0}, size_t{1}}) {
       c_.fill_bytes(0xFF);  // NaN: an entry never written fails (with acc, C0 goes in the window)
-      if (s_.args.accumulate) dev_.upload(c_.data() + at, host_c0_.data(), host_c0_.size() * sizeof(float));
+      if (s_.args.accumulate) dev_.from_host(c_.data() + at, host_c0_.data(), host_c0_.size() * sizeof(float));
       run_at(v, at);
       dev_.synchronize();
       const char* name = at == 0 ? "C" : "C (every pointer 4 bytes past 16-byte alignment)";
@@ -381,7 +381,7 @@ class MatmulProblem final : public Problem {
   MatmulSize s_;
   std::vector<Variant> variants_;
   TwoCopies a_, b_, bias_;
-  Buffer<float> c_, ones_;
+  Array<float> c_, ones_;
   std::vector<float> host_a_, host_b_, host_bias_, host_c0_;
   std::vector<size_t> samples_;
   std::vector<double> want_;
@@ -421,7 +421,7 @@ class BiasBackwardProblem final : public Problem {
     Check c;
     for (size_t at : {size_t{0}, size_t{1}}) {
       dbias_.fill_bytes(0xFF);
-      dev_.upload(dbias_.data() + at, dbias0_.data(), dbias0_.size() * sizeof(float));
+      dev_.from_host(dbias_.data() + at, dbias0_.data(), dbias0_.size() * sizeof(float));
       run_at(v, at);
       dev_.synchronize();
       const char* name = at == 0 ? "dbias" : "dbias (every pointer 4 bytes past 16-byte alignment)";
@@ -437,7 +437,7 @@ class BiasBackwardProblem final : public Problem {
   Device& dev_;
   int N_, OC_;
   TwoCopies dout_;
-  Buffer<float> dbias_;
+  Array<float> dbias_;
   std::vector<float> dbias0_;
   std::vector<size_t> samples_;
   std::vector<double> want_;

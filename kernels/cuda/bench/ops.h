@@ -109,21 +109,21 @@ std::vector<Variant> variants_of(const std::vector<V>& versions) {
 }
 
 // Random floats in [lo, hi) (never all zero), uploaded to a new device buffer.
-Buffer<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
+Array<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
                             std::vector<float>* host_copy = nullptr);
 // Downloads a device buffer and compares it with the reference (harness::compare).
-harness::Check compare_device(const std::string& name, const Buffer<float>& got, const std::vector<double>& want,
+harness::Check compare_device(const std::string& name, const Array<float>& got, const std::vector<double>& want,
                               harness::Tolerance tol);
 
 // out[at .. at + n) of a buffer of n + 1 floats (at = 0 or 1) against want, and the one float
 // outside that window must still hold validate's 0xFF fill: a write past the end (at = 0) or
 // before the start (at = 1) changes it. (How the ops check their misaligned-pointer paths:
 // run once on the aligned buffers, once one float into them.)
-harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
+harness::Check compare_window(const std::string& name, const Array<float>& out, size_t at, size_t n,
                               const std::vector<double>& want, harness::Tolerance tol);
 // Both runs at once: fills `out` with NaN, calls run_at(0) (aligned buffers), compares the
 // window; then the same with run_at(1) (every pointer one float in). Merged report.
-harness::Check validate_aligned_and_shifted(Device& dev, Buffer<float>& out, size_t n, const std::vector<double>& want,
+harness::Check validate_aligned_and_shifted(Device& dev, Array<float>& out, size_t n, const std::vector<double>& want,
                                             harness::Tolerance tol, const std::function<void(size_t at)>& run_at);
 
 }  // namespace kernels::cuda::bench

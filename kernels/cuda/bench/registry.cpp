@@ -33,23 +33,23 @@ const Op& op(const std::string& name) {
   throw std::invalid_argument("no CUDA op '" + name + "' (known: " + known + ")");
 }
 
-Buffer<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo, float hi, std::vector<float>* host_copy) {
+Array<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo, float hi, std::vector<float>* host_copy) {
   std::vector<float> host(n);
   harness::fill_random(host, seed, lo, hi);
-  Buffer<float> b(dev, host);
+  Array<float> b(dev, host, kernels::uninitialized);
   if (host_copy) *host_copy = std::move(host);
   return b;
 }
 
-harness::Check compare_device(const std::string& name, const Buffer<float>& got, const std::vector<double>& want,
+harness::Check compare_device(const std::string& name, const Array<float>& got, const std::vector<double>& want,
                               harness::Tolerance tol) {
-  const std::vector<float> host = got.to_host();
+  const std::vector<float> host = got.to_vector();
   return harness::compare(name, host, want, tol);
 }
 
-harness::Check compare_window(const std::string& name, const Buffer<float>& out, size_t at, size_t n,
+harness::Check compare_window(const std::string& name, const Array<float>& out, size_t at, size_t n,
                               const std::vector<double>& want, harness::Tolerance tol) {
-  const std::vector<float> host = out.to_host();
+  const std::vector<float> host = out.to_vector();
   harness::Check c = harness::compare(name, std::span<const float>(host.data() + at, n), want, tol);
   const size_t outside = at == 0 ? n : 0;
   uint32_t bits = 0;
@@ -62,7 +62,7 @@ harness::Check compare_window(const std::string& name, const Buffer<float>& out,
   return c;
 }
 
-harness::Check validate_aligned_and_shifted(Device& dev, Buffer<float>& out, size_t n, const std::vector<double>& want,
+harness::Check validate_aligned_and_shifted(Device& dev, Array<float>& out, size_t n, const std::vector<double>& want,
                                             harness::Tolerance tol, const std::function<void(size_t at)>& run_at) {
   harness::Check c;
   for (size_t at : {size_t{0}, size_t{1}}) {

@@ -28,8 +28,8 @@ class SoftmaxProblem final : public Problem {
     in_ = random_buffer(dev, n_, seed, -8.0f, 8.0f, &host);
     // The same input again, one float into its buffer: validate runs every version on it
     // too, so v4's float4 path meets a start that is 4- but not 16-byte aligned.
-    in_shifted_ = Buffer<float>(dev, n_ + 1);
-    dev.upload(in_shifted_.data() + 1, host.data(), n_ * sizeof(float));
+    in_shifted_ = Array<float>(dev, n_ + 1, kernels::uninitialized);
+    dev.from_host(in_shifted_.data() + 1, host.data(), n_ * sizeof(float));
     // softmax(x)_j = exp(x_j - max) / sum_k exp(x_k - max), in double
     for (size_t r = 0; r < rows; ++r) {
       const float* x = host.data() + r * cols;
@@ -80,7 +80,7 @@ class SoftmaxProblem final : public Problem {
 
   Device& dev_;
   size_t rows_, cols_, n_;
-  Buffer<float> in_, in_shifted_, out_;
+  Array<float> in_, in_shifted_, out_;
   std::vector<double> want_;
 };
 

@@ -97,7 +97,7 @@ struct Allocation {
   size_t bytes = 0;   // what was asked for
   char* guard = nullptr;  // the inaccessible page right after data + round_up(bytes, 16)
 };
-// Never destroyed: a Device (or any static Buffer) may free its memory while the program
+// Never destroyed: a Device (or any static kernels::Array in it) may free its memory while the program
 // exits, after a static map here would already be gone.
 std::map<uintptr_t, Allocation>& allocations() {
   static auto* a = new std::map<uintptr_t, Allocation>;
