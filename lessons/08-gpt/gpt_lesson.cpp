@@ -15,6 +15,7 @@
 #include "gpt/cli.h"
 #include "kernels/ceilings.h"
 #include "nn/check.h"
+#include "io/shape.h"
 #include "io/text.h"
 
 namespace lesson08 {
@@ -52,15 +53,6 @@ void add_options(CLI::App& app, Options& o) {
 // ---- small helpers --------------------------------------------------------------------------
 
 namespace {
-
-
-std::string shape_str(const std::vector<i64>& shape) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << ")";
-  return os.str();
-}
 
 // 1234567 -> "1,234,567"
 std::string grouped(i64 v) {
@@ -235,7 +227,7 @@ int run_shapes_part(const Options& opts) {
      << std::right << std::setw(10) << "count" << "  decay\n";
   i64 total = 0;
   for (const gpt::ParamSlice& s : model.slices) {
-    os << "  " << std::left << std::setw(28) << s.name << std::setw(14) << shape_str(s.shape) << std::setw(11)
+    os << "  " << std::left << std::setw(28) << s.name << std::setw(14) << nn::shape_str(s.shape) << std::setw(11)
        << symbolic_shape(s.name) << std::right << std::setw(10) << grouped(s.numel) << "  " << (s.decay ? "yes" : "no")
        << "\n";
     total += s.numel;
@@ -261,7 +253,7 @@ int run_shapes_part(const Options& opts) {
   for (const gpt::NamedTensor& t : views) {
     i64 n = 1;
     for (i64 d : t.shape) n *= d;
-    os << "  " << std::left << std::setw(16) << t.name << std::setw(18) << shape_str(t.shape) << std::setw(15)
+    os << "  " << std::left << std::setw(16) << t.name << std::setw(18) << nn::shape_str(t.shape) << std::setw(15)
        << symbolic_shape(t.name) << std::right << std::setw(12) << grouped(n * 4) << "\n";
     listed += n * 4;
   }
