@@ -190,16 +190,10 @@ class GPTConfig:
                 f"C={self.n_embd} dropout={self.dropout}")
 
 
-class LayerNorm(nn.Module):
-    """LayerNorm with an optional bias (torch 1.13's nn.LayerNorm has both or neither), as
-    nanoGPT's model.py: eps 1e-5, biased variance."""
-    def __init__(self, ndim, bias):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(ndim))
-        self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+# LayerNorm with an optional bias (torch 1.13's nn.LayerNorm has both or neither), eps 1e-5,
+# biased variance: nanoGPT's, one definition in the bench's peer model.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nanogpt_model import LayerNorm  # noqa: E402
 
 
 def record(acts, name, tensor):
@@ -532,7 +526,6 @@ def bench_one(args):
     """In a subprocess whose environment already fixed the BLAS threads: time and print JSON.
     The model and the iteration are nanoGPT's (scripts/nanogpt_model.py), not this file's
     parity model: the peer is the code people train with."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import nanogpt_model
     intra = args.child_intra
     torch.set_num_threads(intra)
