@@ -100,17 +100,18 @@ using Plan = std::vector<std::pair<std::string, std::string>>;
 // The rung `id` of `op`'s ladder (kernels/cuda/device.h: Kernels; "last": its last rung, as
 // the inference ops take, like kernels::matvec on the host), recorded in the plan as
 // (what the trainer uses it for, "op vN name"). nn::Error if the build's table lacks it.
-template <class Fn>
-const kc::Version<Fn>& use(Plan& plan, const std::string& what, const std::vector<kc::Version<Fn>>& ladder,
+template <class Fn, class W>
+const kernels::OpVersion<Fn, W>& use(Plan& plan, const std::string& what,
+                                     const std::vector<kernels::OpVersion<Fn, W>>& ladder,
                            const std::string& op, const std::string& id) {
   NN_CHECK(!ladder.empty(), "the CUDA kernel table has no " << op << " versions (kernels/cuda/device.h: Kernels)");
-  const kc::Version<Fn>* chosen = id == "last" ? &ladder.back() : nullptr;
+  const kernels::OpVersion<Fn, W>* chosen = id == "last" ? &ladder.back() : nullptr;
   for (const auto& v : ladder) {
-    if (v.info.id == id) chosen = &v;
+    if (v.id() == id) chosen = &v;
   }
   NN_CHECK(chosen != nullptr,
            "the CUDA kernel table has no " << op << " " << id << " (kernels/cuda/device.h: Kernels)");
-  plan.emplace_back(what, op + " " + chosen->info.id + " " + chosen->info.name);
+  plan.emplace_back(what, op + " " + chosen->id() + " " + chosen->name);
   return *chosen;
 }
 
@@ -178,11 +179,11 @@ class CudaBackend final : public Backend {
     b.fill_bytes(0);
     double best = 1e30;
     for (int i = 0; i < 4; ++i) {
-      const double ms = dev_.time_ms([&] { matmul_.run(c.data(), a.data(), b.data(), n, n, n, {}); });
+      const double ms = dev_.time_ms([&] { matmul_.fn(c.data(), a.data(), b.data(), n, n, n, {}); });
       if (i > 0) best = std::min(best, ms);  // the first run warms up
     }
     if (what) {
-      *what = "matmul " + matmul_.info.id + " (" + matmul_.info.name + ") at 4096^3 on " + dev_.info().name +
+      *what = "matmul " + matmul_.id() + " (" + matmul_.name + ") at 4096^3 on " + dev_.info().name +
               ", measured now";
     }
     return 2.0 * n * n * static_cast<double>(n) / (best / 1e3);
@@ -197,23 +198,23 @@ class CudaBackend final : public Backend {
 
   void encoder_forward(float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
                        int /*V: ids were checked by gpt_forward*/) override {
-    encoder_forward_.run(out, inp, wte, wpe, B, T, C);
+    encoder_forward_.fn(out, inp, wte, wpe, B, T, C);
   }
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T, int C,
                         int V) override {
-    encoder_backward_.run(dwte, dwpe, dout, inp, B, T, C, V);
+    encoder_backward_.fn(dwte, dwpe, dout, inp, B, T, C, V);
   }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                          const float* bias, int N, int C) override {
-    layernorm_forward_.run(out, mean, rstd, inp, weight, bias, N, C);
+    layernorm_forward_.fn(out, mean, rstd, inp, weight, bias, N, C);
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                           const float* weight, const float* mean, const float* rstd, int N, int C) override {
-    layernorm_backward_.run(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    layernorm_backward_.fn(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
   void residual_layernorm_forward(float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
                                   const float* b, const float* weight, const float* bias, int N, int C) override {
-    residual_layernorm_.run(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
+    residual_layernorm_.fn(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
   }
 
   // out (N,OC) = inp (N,C) . W (OC,C)^T + bias
@@ -222,28 +223,28 @@ class CudaBackend final : public Backend {
     kc::MatmulArgs args;
     args.trans_b = true;
     args.bias = bias;
-    matmul_.run(out, inp, weight, N, OC, C, args);
+    matmul_.fn(out, inp, weight, N, OC, C, args);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override {
-    if (dinp != nullptr) matmul_.run(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
+    if (dinp != nullptr) matmul_.fn(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
     kc::MatmulArgs dw;                                                     // dW += dout^T . inp
     dw.trans_a = true;
     dw.accumulate = true;
-    matmul_.run(dweight, dout, inp, OC, C, N, dw);
-    if (dbias != nullptr) bias_backward_.run(dbias, dout, N, OC);
+    matmul_.fn(dweight, dout, inp, OC, C, N, dw);
+    if (dbias != nullptr) bias_backward_.fn(dbias, dout, N, OC);
   }
   void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight, const float* bias, int N,
                            int C, int OC) override {
     matmul_forward(pre, inp, weight, bias, N, C, OC);
-    gelu_.run(out, pre, as_int(static_cast<int64_t>(N) * OC));
+    gelu_.fn(out, pre, as_int(static_cast<int64_t>(N) * OC));
   }
 
   // The unfused attention keeps the probabilities in its (B,NH,T,T) workspace: that is the
   // layer's `att` buffer, which the backward reads. No preatt on this backend (nullptr).
   void attention_forward(float* out, float* /*preatt*/, float* att, const float* qkv, int B, int T, int C,
                          int NH) override {
-    attention_.run(out, att, qkv, B, T, C, NH);
+    attention_.fn(out, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* dpreatt, float* /*datt: follows dpreatt*/, const float* dout,
                           const float* qkv, const float* att, int B, int T, int C, int NH) override {
@@ -255,39 +256,39 @@ class CudaBackend final : public Backend {
       if (own_workspace_.bytes() < need) own_workspace_ = kc::Buffer<float>(dev_, (need + 3) / 4);
       ws = own_workspace_.data();
     }
-    attention_backward_.run(dqkv, ws, dout, qkv, att, B, T, C, NH);
+    attention_backward_.fn(dqkv, ws, dout, qkv, att, B, T, C, NH);
   }
 
   void gelu_forward(float* out, const float* inp, int64_t n) override {
-    if (n > 0) gelu_.run(out, inp, as_int(n));
+    if (n > 0) gelu_.fn(out, inp, as_int(n));
   }
   void gelu_backward(float* dinp, const float* dout, const float* inp, int64_t n) override {
-    if (n > 0) gelu_backward_.run(dinp, dout, inp, static_cast<size_t>(n));
+    if (n > 0) gelu_backward_.fn(dinp, dout, inp, static_cast<size_t>(n));
   }
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override {
-    if (n > 0) add_.run(out, a, b, static_cast<size_t>(n));
+    if (n > 0) add_.fn(out, a, b, static_cast<size_t>(n));
   }
   void dropout_forward(float* out, float* mask, const float* inp, int64_t n, float p, uint64_t seed) override {
-    if (n > 0) dropout_.run(out, mask, inp, static_cast<size_t>(n), p, seed);
+    if (n > 0) dropout_.fn(out, mask, inp, static_cast<size_t>(n), p, seed);
   }
   void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t n) override {
-    if (n > 0) multiply_.run(dinp, dout, mask, static_cast<size_t>(n));
+    if (n > 0) multiply_.fn(dinp, dout, mask, static_cast<size_t>(n));
   }
 
   float crossentropy_forward(float* probs, float* losses, const float* logits, const int32_t* targets, int N,
                              int V) override {
-    softmax_.run(probs, logits, N, V);
-    ce_loss_.run(losses, probs, targets, N, V);
+    softmax_.fn(probs, logits, N, V);
+    ce_loss_.fn(losses, probs, targets, N, V);
     return static_cast<float>(sum(losses, N, false) / N);  // waits: the loss is logged every step
   }
   void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, int N, int V,
                              float dloss) override {
-    ce_backward_.run(dlogits, probs, targets, N, V, dloss / static_cast<float>(N));
+    ce_backward_.fn(dlogits, probs, targets, N, V, dloss / static_cast<float>(N));
   }
 
   double sum_squares(const float* g, int64_t n) override { return sum(g, n, true); }
   void scale(float* x, float s, int64_t n) override {
-    if (n > 0) scale_.run(x, s, static_cast<size_t>(n));
+    if (n > 0) scale_.fn(x, s, static_cast<size_t>(n));
   }
   void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
                     float eps, float weight_decay, int64_t t) override {
@@ -299,7 +300,7 @@ class CudaBackend final : public Backend {
     a.eps = eps;
     a.weight_decay = weight_decay;
     a.t = static_cast<int>(t);
-    adamw_.run(p, m, v, g, static_cast<size_t>(n), a);
+    adamw_.fn(p, m, v, g, static_cast<size_t>(n), a);
   }
 
   // Inference (lesson 10): the table's last versions; w's pointers are device pointers. The
@@ -308,7 +309,7 @@ class CudaBackend final : public Backend {
                       int N) override {
     if (N <= 0 || w.rows <= 0) return;
     try {
-      matvec_.run(out, inp, w, bias, N);
+      matvec_.fn(out, inp, w, bias, N);
     } catch (const kc::Error& e) {
       NN_CHECK(false, e.what());
     }
@@ -316,7 +317,7 @@ class CudaBackend final : public Backend {
   void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
                         int NH, int maxT) override {
     try {
-      attention_decode_.run(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
+      attention_decode_.fn(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
     } catch (const kc::Error& e) {
       NN_CHECK(false, e.what());
     }
@@ -327,7 +328,7 @@ class CudaBackend final : public Backend {
   double sum(const float* x, int64_t n, bool squares) {
     if (n == 0) return 0.0;
     double* out = sum_buffer_.data();
-    sum_.run(out, out + 1, x, static_cast<size_t>(n), squares);
+    sum_.fn(out, out + 1, x, static_cast<size_t>(n), squares);
     double s = 0.0;
     dev_.download(&s, out, sizeof s);
     return s;
@@ -338,28 +339,28 @@ class CudaBackend final : public Backend {
   DeviceMemory mem_;
   Precision precision_;
   Plan plan_;  // filled by the constructor's use(): before the rungs, which are initialised after it
-  const kc::Version<kc::MatmulFn>& matmul_;
-  const kc::Version<kc::BiasBackwardFn>& bias_backward_;
-  const kc::Version<kc::AttentionFn>& attention_;
-  const kc::Version<kc::AttentionBackwardFn>& attention_backward_;
-  const kc::Version<kc::LayerNormForwardFn>& layernorm_forward_;
-  const kc::Version<kc::LayerNormBackwardFn>& layernorm_backward_;
-  const kc::Version<kc::ResidualLayerNormFn>& residual_layernorm_;
-  const kc::Version<kc::SoftmaxFn>& softmax_;
-  const kc::Version<kc::GeluFn>& gelu_;
-  const kc::Version<kc::GeluBackwardFn>& gelu_backward_;
-  const kc::Version<kc::EncoderForwardFn>& encoder_forward_;
-  const kc::Version<kc::EncoderBackwardFn>& encoder_backward_;
-  const kc::Version<kc::DropoutForwardFn>& dropout_;
-  const kc::Version<kc::MultiplyFn>& multiply_;
-  const kc::Version<kc::AddFn>& add_;
-  const kc::Version<kc::CrossEntropyLossFn>& ce_loss_;
-  const kc::Version<kc::CrossEntropyBackwardFn>& ce_backward_;
-  const kc::Version<kc::SumFn>& sum_;
-  const kc::Version<kc::ScaleFn>& scale_;
-  const kc::Version<kc::AdamWFn>& adamw_;
-  const kc::Version<kc::MatvecFn>& matvec_;
-  const kc::Version<kc::AttentionDecodeFn>& attention_decode_;
+  const kernels::OpVersion<kc::MatmulFn>& matmul_;
+  const kernels::OpVersion<kc::BiasBackwardFn>& bias_backward_;
+  const kernels::OpVersion<kc::AttentionFn, kc::WorkspaceFn>& attention_;
+  const kernels::OpVersion<kc::AttentionBackwardFn, kc::WorkspaceFn>& attention_backward_;
+  const kernels::OpVersion<kc::LayerNormForwardFn>& layernorm_forward_;
+  const kernels::OpVersion<kc::LayerNormBackwardFn>& layernorm_backward_;
+  const kernels::OpVersion<kc::ResidualLayerNormFn>& residual_layernorm_;
+  const kernels::OpVersion<kc::SoftmaxFn>& softmax_;
+  const kernels::OpVersion<kc::GeluFn>& gelu_;
+  const kernels::OpVersion<kc::GeluBackwardFn>& gelu_backward_;
+  const kernels::OpVersion<kc::EncoderForwardFn>& encoder_forward_;
+  const kernels::OpVersion<kc::EncoderBackwardFn>& encoder_backward_;
+  const kernels::OpVersion<kc::DropoutForwardFn>& dropout_;
+  const kernels::OpVersion<kc::MultiplyFn>& multiply_;
+  const kernels::OpVersion<kc::AddFn>& add_;
+  const kernels::OpVersion<kc::CrossEntropyLossFn>& ce_loss_;
+  const kernels::OpVersion<kc::CrossEntropyBackwardFn>& ce_backward_;
+  const kernels::OpVersion<kc::SumFn>& sum_;
+  const kernels::OpVersion<kc::ScaleFn>& scale_;
+  const kernels::OpVersion<kc::AdamWFn>& adamw_;
+  const kernels::OpVersion<kc::MatvecFn>& matvec_;
+  const kernels::OpVersion<kc::AttentionDecodeFn>& attention_decode_;
   kc::Buffer<double> sum_buffer_;  // the result, then the sum's workspace
   kc::Buffer<float> own_workspace_;
 };

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kernels/ceilings.h"
+#include "kernels/versions.h"
 
 namespace kernels::harness {
 
@@ -132,7 +133,17 @@ struct Variant {
   std::string name;     // "cache-blocked"
   std::string summary;  // one line: what it changes
   bool peer = false;
+  Requirements needs = {};
 };
+
+// A ladder's versions as Variants, in ladder order (ids "v1", "v2", ... from the numbers):
+// what every op's bench lists first, before its peers.
+template <class Fn, class W>
+std::vector<Variant> variants_of(const std::vector<OpVersion<Fn, W>>& versions) {
+  std::vector<Variant> out;
+  for (const OpVersion<Fn, W>& v : versions) out.push_back({v.id(), v.name, v.summary, false, v.needs});
+  return out;
+}
 
 // An op at one size, with its inputs made and its reference ready to compare against.
 class Problem {

@@ -25,11 +25,9 @@
 namespace kernels::cuda::bench {
 
 // A version of the op, or a peer it is measured against (cuBLAS), which is validated the
-// same way.
-struct Variant {
-  KernelInfo info;
-  bool peer = false;
-};
+// same way: the one harness's Variant (id, name, summary, peer, needs.min_sm).
+using harness::Variant;
+using harness::variants_of;
 
 // One op at one size on one device.
 class Problem {
@@ -48,7 +46,7 @@ class Problem {
   // Device bytes of scratch variant v allocated for itself (attention: the T x T scores).
   virtual size_t workspace_bytes(size_t /*variant*/) const { return 0; }
   // Why variant v does not compute this problem at all ("" when it does): matmul's lesson
-  // rungs at a transposed, biased or accumulating form (KernelInfo::plain_only). Such a
+  // rungs at a transposed, biased or accumulating form (Requirements::plain_only). Such a
   // variant is skipped with this note, neither validated nor timed.
   virtual std::string unsupported(size_t /*variant*/) const { return ""; }
 };
@@ -100,13 +98,6 @@ Op attention_decode_op();
 
 // ---- helpers the op descriptions share (kernels/cuda/bench/registry.cpp) -------------------
 
-// The table's versions of one op as Variants: variants_of(dev.kernels().softmax).
-template <class V>
-std::vector<Variant> variants_of(const std::vector<V>& versions) {
-  std::vector<Variant> out;
-  for (const auto& v : versions) out.push_back({v.info, false});
-  return out;
-}
 
 // Random floats in [lo, hi) (never all zero), uploaded to a new device buffer.
 Buffer<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,

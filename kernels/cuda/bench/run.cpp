@@ -81,8 +81,8 @@ Device& choose_device(const std::string& which) {
 namespace {
 
 bool named(const std::vector<std::string>& wanted, const Variant& v) {
-  return std::find(wanted.begin(), wanted.end(), v.info.id) != wanted.end() ||
-         std::find(wanted.begin(), wanted.end(), v.info.name) != wanted.end();
+  return std::find(wanted.begin(), wanted.end(), v.id) != wanted.end() ||
+         std::find(wanted.begin(), wanted.end(), v.name) != wanted.end();
 }
 
 // The variants to run, in the op's order; every wanted name must exist.
@@ -94,10 +94,10 @@ std::vector<size_t> choose_variants(const Op& op, const std::vector<Variant>& va
   }
   for (const std::string& w : wanted) {
     const bool exists = std::any_of(variants.begin(), variants.end(),
-                                    [&](const Variant& v) { return v.info.id == w || v.info.name == w; });
+                                    [&](const Variant& v) { return v.id == w || v.name == w; });
     if (!exists) {
       std::string ids;
-      for (const Variant& v : variants) ids += (ids.empty() ? "" : ", ") + v.info.id;
+      for (const Variant& v : variants) ids += (ids.empty() ? "" : ", ") + v.id;
       throw std::invalid_argument("CUDA op " + op.name + " has no variant '" + w + "': it has " + ids);
     }
   }
@@ -239,11 +239,11 @@ std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, co
         r.op = op.name;
         r.size = size;
         r.shape = size;
-        r.variant = variants[v].info.id;
-        r.name = variants[v].info.name;
-        r.summary = variants[v].info.summary;
+        r.variant = variants[v].id;
+        r.name = variants[v].name;
+        r.summary = variants[v].summary;
         r.peer = variants[v].peer;
-        r.min_sm = variants[v].info.min_sm;
+        r.min_sm = variants[v].needs.min_sm;
         r.skipped = true;
         r.note = std::string("not run: could not set up the problem: ") + e.what();
         all.push_back(r);
@@ -263,11 +263,11 @@ std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, co
       r.op = op.name;
       r.size = size;
       r.shape = problem->shape();
-      r.variant = variants[v].info.id;
-      r.name = variants[v].info.name;
-      r.summary = variants[v].info.summary;
+      r.variant = variants[v].id;
+      r.name = variants[v].name;
+      r.summary = variants[v].summary;
       r.peer = variants[v].peer;
-      r.min_sm = variants[v].info.min_sm;
+      r.min_sm = variants[v].needs.min_sm;
       r.flops = problem->flops();
       r.bytes = problem->bytes(v);
       r.workspace_bytes = problem->workspace_bytes(v);

@@ -4,7 +4,7 @@
 //   1. reference   the op's Problem computes the answer on the CPU, in double;
 //   2. validate    EVERY variant (numbered versions, then peers such as cuBLAS) runs on the
 //                  device and is compared with it; a variant that fails is reported and
-//                  never timed; one that needs a newer GPU (KernelInfo::min_sm) is skipped
+//                  never timed; one that needs a newer GPU (Variant::needs.min_sm) is skipped
 //                  with a note;
 //   3. time        with CUDA events (Device::time_ms): warm-up runs, then repeats, each
 //                  after Device::flush_l2() so every run starts from DRAM; median and min;
