@@ -168,7 +168,7 @@ int run_bench(const CudaOptions& opts) {
   run.timing.repeats = opts.repeats;
   run.timing.warmup = opts.warmup;
   run.timing.max_seconds = opts.max_seconds;
-  run.timing.flush_l2 = !opts.no_flush;
+  run.timing.flush = !opts.no_flush;
   run.seed = opts.seed;
   if (info.emulated && opts.sizes.empty() && !opts.quick) {
     std::cout << "(the emulator runs the ops' test sizes: their GPU sizes would take hours here; --sizes overrides)\n";

@@ -63,7 +63,7 @@ struct Session {
   }
 
   cb::TimingOptions timing() const {
-    cb::TimingOptions t;
+    cb::TimingOptions t = cb::gpu_timing();
     if (opts.quick) {
       t.warmup = 0;
       t.repeats = 1;

@@ -29,27 +29,12 @@ namespace kernels::cuda::bench {
 using harness::Variant;
 using harness::variants_of;
 
-// One op at one size on one device.
-class Problem {
- public:
-  virtual ~Problem() = default;
-  virtual std::string shape() const = 0;  // "M=N=K=4096", "rows=4096 cols=50304"
-  // Useful floating-point operations (an FMA counts 2); 0 when the op is not about FLOPs.
-  virtual double flops() const = 0;
-  // Bytes variant v moves to and from device memory at least: what a perfect cache would
-  // leave (an unfused version's extra trips count: that is the point of fusing).
-  virtual double bytes(size_t variant) const = 0;
-  // Launches variant v on the inputs (asynchronous on a GPU; the timed call).
-  virtual void run(size_t variant) = 0;
-  // Fills the outputs with NaN, runs variant v, downloads and compares with the reference.
-  virtual harness::Check validate(size_t variant) = 0;
-  // Device bytes of scratch variant v allocated for itself (attention: the T x T scores).
-  virtual size_t workspace_bytes(size_t /*variant*/) const { return 0; }
-  // Why variant v does not compute this problem at all ("" when it does): matmul's lesson
-  // rungs at a transposed, biased or accumulating form (Requirements::plain_only). Such a
-  // variant is skipped with this note, neither validated nor timed.
-  virtual std::string unsupported(size_t /*variant*/) const { return ""; }
-};
+// One op at one size on one device: the one harness's Problem (kernels/harness.h): shape,
+// flops, bytes(v), run(v) (a launch: asynchronous on a GPU; the timed call), validate(v)
+// (fills the outputs with NaN, runs v, downloads and compares with the reference), and the
+// two a GPU op uses: workspace_bytes(v) (device scratch: attention's T x T scores) and
+// unsupported(v) (matmul's lesson rungs at a transposed, biased or accumulating form).
+using harness::Problem;
 
 struct Op {
   std::string name;     // "matmul"
