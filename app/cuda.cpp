@@ -84,8 +84,8 @@ void list_ops(std::ostream& out, kernels::cuda::Device& dev) {
     for (const std::string& s : op.test_sizes) out << " " << quoted(s);
     out << "\n";
     for (const cb::Variant& v : variants) {
-      out << "      " << v.info.id << (v.peer ? " (peer)" : "") << "  " << v.info.name << ": " << v.info.summary;
-      if (v.info.min_sm > 50) out << " [needs sm_" << v.info.min_sm << "]";
+      out << "      " << v.id << (v.peer ? " (peer)" : "") << "  " << v.name << ": " << v.summary;
+      if (v.needs.min_sm > 50) out << " [needs sm_" << v.needs.min_sm << "]";
       out << "\n";
     }
   }
@@ -168,7 +168,7 @@ int run_bench(const CudaOptions& opts) {
   run.timing.repeats = opts.repeats;
   run.timing.warmup = opts.warmup;
   run.timing.max_seconds = opts.max_seconds;
-  run.timing.flush_l2 = !opts.no_flush;
+  run.timing.flush = !opts.no_flush;
   run.seed = opts.seed;
   if (info.emulated && opts.sizes.empty() && !opts.quick) {
     std::cout << "(the emulator runs the ops' test sizes: their GPU sizes would take hours here; --sizes overrides)\n";

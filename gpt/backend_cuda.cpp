@@ -77,17 +77,18 @@ using Plan = std::vector<std::pair<std::string, std::string>>;
 // The rung `id` of `op`'s ladder (kernels/cuda/device.h: Kernels; "last": its last rung, as
 // the inference ops take, like kernels::matvec on the host), recorded in the plan as
 // (what the trainer uses it for, "op vN name"). nn::Error if the build's table lacks it.
-template <class Fn>
-const kc::Version<Fn>& use(Plan& plan, const std::string& what, const std::vector<kc::Version<Fn>>& ladder,
+template <class Fn, class W>
+const kernels::OpVersion<Fn, W>& use(Plan& plan, const std::string& what,
+                                     const std::vector<kernels::OpVersion<Fn, W>>& ladder,
                            const std::string& op, const std::string& id) {
   NN_CHECK(!ladder.empty(), "the CUDA kernel table has no " << op << " versions (kernels/cuda/device.h: Kernels)");
-  const kc::Version<Fn>* chosen = id == "last" ? &ladder.back() : nullptr;
+  const kernels::OpVersion<Fn, W>* chosen = id == "last" ? &ladder.back() : nullptr;
   for (const auto& v : ladder) {
-    if (v.info.id == id) chosen = &v;
+    if (v.id() == id) chosen = &v;
   }
   NN_CHECK(chosen != nullptr,
            "the CUDA kernel table has no " << op << " " << id << " (kernels/cuda/device.h: Kernels)");
-  plan.emplace_back(what, op + " " + chosen->info.id + " " + chosen->info.name);
+  plan.emplace_back(what, op + " " + chosen->id() + " " + chosen->name);
   return *chosen;
 }
 
@@ -145,11 +146,11 @@ struct CudaRungs {
         c(dev_, static_cast<size_t>(n) * n, kernels::uninitialized);
     double best = 1e30;
     for (int i = 0; i < 4; ++i) {
-      const double ms = dev_.time_ms([&] { matmul_.run(c.data(), a.data(), b.data(), n, n, n, {}); });
+      const double ms = dev_.time_ms([&] { matmul_.fn(c.data(), a.data(), b.data(), n, n, n, {}); });
       if (i > 0) best = std::min(best, ms);  // the first run warms up
     }
     if (what) {
-      *what = "matmul " + matmul_.info.id + " (" + matmul_.info.name + ") at 4096^3 on " + dev_.info().name +
+      *what = "matmul " + matmul_.id() + " (" + matmul_.name + ") at 4096^3 on " + dev_.info().name +
               ", measured now";
     }
     return 2.0 * n * n * static_cast<double>(n) / (best / 1e3);
@@ -165,16 +166,16 @@ struct CudaRungs {
     kc::MatmulArgs args;
     args.trans_b = true;
     args.bias = bias;
-    matmul_.run(out, inp, weight, N, OC, C, args);
+    matmul_.fn(out, inp, weight, N, OC, C, args);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) {
-    if (dinp != nullptr) matmul_.run(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
+    if (dinp != nullptr) matmul_.fn(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
     kc::MatmulArgs dw;                                                     // dW += dout^T . inp
     dw.trans_a = true;
     dw.accumulate = true;
-    matmul_.run(dweight, dout, inp, OC, C, N, dw);
-    if (dbias != nullptr) bias_backward_.run(dbias, dout, N, OC);
+    matmul_.fn(dweight, dout, inp, OC, C, N, dw);
+    if (dbias != nullptr) bias_backward_.fn(dbias, dout, N, OC);
   }
 
   void attention_backward(float* dqkv, float* dpreatt, const float* dout, const float* qkv, const float* att, int B,
@@ -187,13 +188,13 @@ struct CudaRungs {
       if (own_workspace_.bytes() < need) own_workspace_ = Array<float>(dev_, (need + 3) / 4, kernels::uninitialized);
       ws = own_workspace_.data();
     }
-    attention_backward_.run(dqkv, ws, dout, qkv, att, B, T, C, NH);
+    attention_backward_.fn(dqkv, ws, dout, qkv, att, B, T, C, NH);
   }
 
   float crossentropy_forward(float* probs, float* losses, const float* logits, const int32_t* targets, int N,
                              int V) {
-    softmax_.run(probs, logits, N, V);
-    ce_loss_.run(losses, probs, targets, N, V);
+    softmax_.fn(probs, logits, N, V);
+    ce_loss_.fn(losses, probs, targets, N, V);
     return static_cast<float>(sum(losses, N, false) / N);  // waits: the loss is logged every step
   }
 
@@ -207,14 +208,14 @@ struct CudaRungs {
     a.eps = eps;
     a.weight_decay = weight_decay;
     a.t = static_cast<int>(t);
-    adamw_.run(p, m, v, g, static_cast<size_t>(n), a);
+    adamw_.fn(p, m, v, g, static_cast<size_t>(n), a);
   }
 
   // sum (or sum of squares) of x on the device, brought back (the host waits for it)
   double sum(const float* x, int64_t n, bool squares) {
     if (n == 0) return 0.0;
     double* out = sum_buffer_.data();
-    sum_.run(out, out + 1, x, static_cast<size_t>(n), squares);
+    sum_.fn(out, out + 1, x, static_cast<size_t>(n), squares);
     double s = 0.0;
     dev_.to_host(&s, out, sizeof s);
     return s;
@@ -224,28 +225,28 @@ struct CudaRungs {
   const kc::Kernels& k_;
   Precision precision_;
   Plan plan_;  // filled by the constructor's use(): before the rungs, which are initialised after it
-  const kc::Version<kc::MatmulFn>& matmul_;
-  const kc::Version<kc::BiasBackwardFn>& bias_backward_;
-  const kc::Version<kc::AttentionFn>& attention_;
-  const kc::Version<kc::AttentionBackwardFn>& attention_backward_;
-  const kc::Version<kc::LayerNormForwardFn>& layernorm_forward_;
-  const kc::Version<kc::LayerNormBackwardFn>& layernorm_backward_;
-  const kc::Version<kc::ResidualLayerNormFn>& residual_layernorm_;
-  const kc::Version<kc::SoftmaxFn>& softmax_;
-  const kc::Version<kc::GeluFn>& gelu_;
-  const kc::Version<kc::GeluBackwardFn>& gelu_backward_;
-  const kc::Version<kc::EncoderForwardFn>& encoder_forward_;
-  const kc::Version<kc::EncoderBackwardFn>& encoder_backward_;
-  const kc::Version<kc::DropoutForwardFn>& dropout_;
-  const kc::Version<kc::MultiplyFn>& multiply_;
-  const kc::Version<kc::AddFn>& add_;
-  const kc::Version<kc::CrossEntropyLossFn>& ce_loss_;
-  const kc::Version<kc::CrossEntropyBackwardFn>& ce_backward_;
-  const kc::Version<kc::SumFn>& sum_;
-  const kc::Version<kc::ScaleFn>& scale_;
-  const kc::Version<kc::AdamWFn>& adamw_;
-  const kc::Version<kc::MatvecFn>& matvec_;
-  const kc::Version<kc::AttentionDecodeFn>& attention_decode_;
+  const kernels::OpVersion<kc::MatmulFn>& matmul_;
+  const kernels::OpVersion<kc::BiasBackwardFn>& bias_backward_;
+  const kernels::OpVersion<kc::AttentionFn, kc::WorkspaceFn>& attention_;
+  const kernels::OpVersion<kc::AttentionBackwardFn, kc::WorkspaceFn>& attention_backward_;
+  const kernels::OpVersion<kc::LayerNormForwardFn>& layernorm_forward_;
+  const kernels::OpVersion<kc::LayerNormBackwardFn>& layernorm_backward_;
+  const kernels::OpVersion<kc::ResidualLayerNormFn>& residual_layernorm_;
+  const kernels::OpVersion<kc::SoftmaxFn>& softmax_;
+  const kernels::OpVersion<kc::GeluFn>& gelu_;
+  const kernels::OpVersion<kc::GeluBackwardFn>& gelu_backward_;
+  const kernels::OpVersion<kc::EncoderForwardFn>& encoder_forward_;
+  const kernels::OpVersion<kc::EncoderBackwardFn>& encoder_backward_;
+  const kernels::OpVersion<kc::DropoutForwardFn>& dropout_;
+  const kernels::OpVersion<kc::MultiplyFn>& multiply_;
+  const kernels::OpVersion<kc::AddFn>& add_;
+  const kernels::OpVersion<kc::CrossEntropyLossFn>& ce_loss_;
+  const kernels::OpVersion<kc::CrossEntropyBackwardFn>& ce_backward_;
+  const kernels::OpVersion<kc::SumFn>& sum_;
+  const kernels::OpVersion<kc::ScaleFn>& scale_;
+  const kernels::OpVersion<kc::AdamWFn>& adamw_;
+  const kernels::OpVersion<kc::MatvecFn>& matvec_;
+  const kernels::OpVersion<kc::AttentionDecodeFn>& attention_decode_;
   Array<double> sum_buffer_;  // the result, then the sum's workspace
   Array<float> own_workspace_;
 };
@@ -271,21 +272,21 @@ Backend cuda_backend(kc::Device& device, const std::string& precision) {
 
   be.encoder_forward = [r](float* out, const int32_t* inp, const float* wte, const float* wpe, int B, int T, int C,
                            int /*V: ids were checked by gpt_forward*/) {
-    r->encoder_forward_.run(out, inp, wte, wpe, B, T, C);
+    r->encoder_forward_.fn(out, inp, wte, wpe, B, T, C);
   };
   be.encoder_backward = [r](float* dwte, float* dwpe, const float* dout, const int32_t* inp, int B, int T, int C,
-                            int V) { r->encoder_backward_.run(dwte, dwpe, dout, inp, B, T, C, V); };
+                            int V) { r->encoder_backward_.fn(dwte, dwpe, dout, inp, B, T, C, V); };
   be.layernorm_forward = [r](float* out, float* mean, float* rstd, const float* inp, const float* weight,
                              const float* bias, int N, int C) {
-    r->layernorm_forward_.run(out, mean, rstd, inp, weight, bias, N, C);
+    r->layernorm_forward_.fn(out, mean, rstd, inp, weight, bias, N, C);
   };
   be.layernorm_backward = [r](float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                               const float* weight, const float* mean, const float* rstd, int N, int C) {
-    r->layernorm_backward_.run(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    r->layernorm_backward_.fn(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   };
   be.residual_layernorm_forward = [r](float* residual_out, float* ln_out, float* mean, float* rstd, const float* a,
                                       const float* b, const float* weight, const float* bias, int N, int C) {
-    r->residual_layernorm_.run(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
+    r->residual_layernorm_.fn(residual_out, ln_out, mean, rstd, a, b, weight, bias, N, C);
   };
 
   be.matmul_forward = [r](float* out, const float* inp, const float* weight, const float* bias, int N, int C,
@@ -297,44 +298,44 @@ Backend cuda_backend(kc::Device& device, const std::string& precision) {
   be.matmul_gelu_forward = [r](float* pre, float* out, const float* inp, const float* weight, const float* bias,
                                int N, int C, int OC) {
     r->matmul_forward(pre, inp, weight, bias, N, C, OC);
-    r->gelu_.run(out, pre, as_int(static_cast<int64_t>(N) * OC));
+    r->gelu_.fn(out, pre, as_int(static_cast<int64_t>(N) * OC));
   };
 
   // The unfused attention keeps the probabilities in its (B,NH,T,T) workspace: that is the
   // layer's `att` buffer, which the backward reads. No preatt on this backend (nullptr).
   be.attention_forward = [r](float* out, float* /*preatt*/, float* att, const float* qkv, int B, int T, int C,
-                             int NH) { r->attention_.run(out, att, qkv, B, T, C, NH); };
+                             int NH) { r->attention_.fn(out, att, qkv, B, T, C, NH); };
   be.attention_backward = [r](float* dqkv, float* dpreatt, float* /*datt: follows dpreatt*/, const float* dout,
                               const float* qkv, const float* att, int B, int T, int C, int NH) {
     r->attention_backward(dqkv, dpreatt, dout, qkv, att, B, T, C, NH);
   };
 
   be.gelu_forward = [r](float* out, const float* inp, int64_t n) {
-    if (n > 0) r->gelu_.run(out, inp, as_int(n));
+    if (n > 0) r->gelu_.fn(out, inp, as_int(n));
   };
   be.gelu_backward = [r](float* dinp, const float* dout, const float* inp, int64_t n) {
-    if (n > 0) r->gelu_backward_.run(dinp, dout, inp, static_cast<size_t>(n));
+    if (n > 0) r->gelu_backward_.fn(dinp, dout, inp, static_cast<size_t>(n));
   };
   be.residual_forward = [r](float* out, const float* a, const float* b, int64_t n) {
-    if (n > 0) r->add_.run(out, a, b, static_cast<size_t>(n));
+    if (n > 0) r->add_.fn(out, a, b, static_cast<size_t>(n));
   };
   be.dropout_forward = [r](float* out, float* mask, const float* inp, int64_t n, float p, uint64_t seed) {
-    if (n > 0) r->dropout_.run(out, mask, inp, static_cast<size_t>(n), p, seed);
+    if (n > 0) r->dropout_.fn(out, mask, inp, static_cast<size_t>(n), p, seed);
   };
   be.dropout_backward = [r](float* dinp, const float* dout, const float* mask, int64_t n) {
-    if (n > 0) r->multiply_.run(dinp, dout, mask, static_cast<size_t>(n));
+    if (n > 0) r->multiply_.fn(dinp, dout, mask, static_cast<size_t>(n));
   };
 
   be.crossentropy_forward = [r](float* probs, float* losses, const float* logits, const int32_t* targets, int N,
                                 int V) { return r->crossentropy_forward(probs, losses, logits, targets, N, V); };
   be.crossentropy_backward = [r](float* dlogits, const float* probs, const int32_t* targets, int N, int V,
                                  float dloss) {
-    r->ce_backward_.run(dlogits, probs, targets, N, V, dloss / static_cast<float>(N));
+    r->ce_backward_.fn(dlogits, probs, targets, N, V, dloss / static_cast<float>(N));
   };
 
   be.sum_squares = [r](const float* g, int64_t n) { return r->sum(g, n, true); };
   be.scale = [r](float* x, float s, int64_t n) {
-    if (n > 0) r->scale_.run(x, s, static_cast<size_t>(n));
+    if (n > 0) r->scale_.fn(x, s, static_cast<size_t>(n));
   };
   be.adamw_update = [r](float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
                         float eps, float weight_decay, int64_t t) {
@@ -346,7 +347,7 @@ Backend cuda_backend(kc::Device& device, const std::string& precision) {
   be.matvec_forward = [r](float* out, const float* inp, const kernels::WeightsView& w, const float* bias, int N) {
     if (N <= 0 || w.rows <= 0) return;
     try {
-      r->matvec_.run(out, inp, w, bias, N);
+      r->matvec_.fn(out, inp, w, bias, N);
     } catch (const kc::Error& e) {
       NN_CHECK(false, e.what());
     }
@@ -354,7 +355,7 @@ Backend cuda_backend(kc::Device& device, const std::string& precision) {
   be.attention_decode = [r](float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
                             int NH, int maxT) {
     try {
-      r->attention_decode_.run(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
+      r->attention_decode_.fn(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
     } catch (const kc::Error& e) {
       NN_CHECK(false, e.what());
     }

@@ -144,16 +144,12 @@ Check merge(Check a, const Check& b) {
 
 // ---- 3. timing ----------------------------------------------------------------------
 
-namespace {
-
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-}  // namespace
 
 void flush_caches() {
   // Twice the last-level cache, written then read: whatever the kernel left in any level
@@ -166,19 +162,29 @@ void flush_caches() {
   sink = sink + sum;
 }
 
-Timing time_runs(const std::function<void()>& run, const TimingOptions& opts) {
+Clock cpu_clock() {
+  Clock c;
+  c.seconds = [](const std::function<void()>& run) {
+    const double t0 = now_seconds();
+    run();
+    return now_seconds() - t0;
+  };
+  c.flush = flush_caches;
+  return c;
+}
+
+Timing time_runs(const std::function<void()>& run, const TimingOptions& opts, const Clock& clock) {
   Timing t;
   const double warmup_start = now_seconds();
   for (int w = 0; w < opts.warmup; ++w) run();
+  if (clock.wait) clock.wait();
   // A case slower than the whole budget gets one timed run after its warm-up.
   const bool slow = now_seconds() - warmup_start > opts.max_seconds;
   const double budget_start = now_seconds();
   for (int r = 0; r < std::max(1, opts.repeats); ++r) {
     if (r > 0 && (slow || now_seconds() - budget_start > opts.max_seconds)) break;
-    if (opts.flush) flush_caches();
-    const double t0 = now_seconds();
-    run();
-    t.seconds.push_back(now_seconds() - t0);
+    if (opts.flush) clock.flush();
+    t.seconds.push_back(clock.seconds(run));
   }
   t.median = median_of(t.seconds);
   t.min = *std::min_element(t.seconds.begin(), t.seconds.end());
@@ -189,31 +195,86 @@ Timing time_runs(const std::function<void()>& run, const TimingOptions& opts) {
 
 void Problem::set_threads(int threads) { omp_set_num_threads(threads); }
 
-// ---- run 1-4 ----------------------------------------------------------------------
-
-namespace {
+// ---- the one validate-then-time loop --------------------------------------------------
 
 bool named(const std::vector<std::string>& wanted, const Variant& v) {
   return std::find(wanted.begin(), wanted.end(), v.id) != wanted.end() ||
          std::find(wanted.begin(), wanted.end(), v.name) != wanted.end();
 }
 
-// The variants to run, in the op's order; every wanted name must exist.
-std::vector<size_t> choose_variants(const OpBench& op, const std::vector<std::string>& wanted) {
+std::vector<size_t> choose_variants(const std::string& what, const std::vector<Variant>& variants,
+                                    const std::vector<std::string>& wanted) {
   std::vector<size_t> chosen;
-  for (size_t v = 0; v < op.variants.size(); ++v) {
-    if (wanted.empty() || named(wanted, op.variants[v])) chosen.push_back(v);
+  for (size_t v = 0; v < variants.size(); ++v) {
+    if (wanted.empty() || named(wanted, variants[v])) chosen.push_back(v);
   }
   for (const std::string& w : wanted) {
-    const bool exists = std::any_of(op.variants.begin(), op.variants.end(),
-                                    [&](const Variant& v) { return v.id == w || v.name == w; });
+    const bool exists =
+        std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.id == w || v.name == w; });
     if (!exists) {
       std::string ids;
-      for (const Variant& v : op.variants) ids += (ids.empty() ? "" : ", ") + v.id;
-      throw std::invalid_argument("op " + op.name + " has no variant '" + w + "': it has " + ids);
+      for (const Variant& v : variants) ids += (ids.empty() ? "" : ", ") + v.id;
+      throw std::invalid_argument(what + " has no variant '" + w + "': it has " + ids);
     }
   }
   return chosen;
+}
+
+std::vector<Measured> validate_variants(const std::string& op, Problem& problem, const std::vector<Variant>& variants,
+                                        const std::vector<size_t>& chosen,
+                                        const std::function<std::string(size_t variant)>& skip, std::ostream& log) {
+  std::vector<Measured> rows;
+  for (size_t v : chosen) {
+    Measured r;
+    r.op = op;
+    r.shape = problem.shape();
+    r.variant = variants[v].id;
+    r.name = variants[v].name;
+    r.summary = variants[v].summary;
+    r.peer = variants[v].peer;
+    r.flops = problem.flops();
+    r.bytes = problem.bytes(v);
+    const std::string why_not = skip ? skip(v) : "";
+    if (!why_not.empty()) {
+      r.skipped = true;
+      r.note = why_not;
+    } else {
+      Check check;
+      try {
+        check = problem.validate(v);
+      } catch (const std::runtime_error& e) {  // a device error (kernels::cuda::Error), say
+        check.mismatches = 1;
+        check.report = std::string("  the run failed: ") + e.what() + "\n";
+      }
+      r.valid = check.ok();
+      r.max_abs_err = check.max_abs_err;
+      if (!r.valid) {
+        r.note = "FAILED validation, not timed";
+        log << "  " << r.variant << " " << r.name << " FAILED validation:\n" << check.report;
+      }
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+void time_row(Measured& row, Problem& problem, size_t v, const TimingOptions& opts, const Clock& clock,
+              std::ostream& log) {
+  try {
+    row.timing = time_runs([&] { problem.run(v); }, opts, clock);
+    row.timed = true;
+  } catch (const std::runtime_error& e) {
+    row.note = std::string("failed while timing: ") + e.what();
+    log << "  " << row.variant << " " << row.note << "\n";
+  }
+}
+
+// ---- run 1-4 (the CPU's front) ----------------------------------------------------------
+
+namespace {
+
+std::vector<size_t> choose_variants(const OpBench& op, const std::vector<std::string>& wanted) {
+  return choose_variants("op " + op.name, op.variants, wanted);
 }
 
 void napkin(Result& r, const Ceilings& c) {
@@ -253,7 +314,7 @@ void print_table(std::ostream& log, const std::vector<Result>& rows, const std::
   if (!peer.empty()) log << std::setw(14) << ("vs " + peer);
   log << "\n";
   for (const Result& r : rows) {
-    log << "  " << std::left << std::setw(26) << (r.variant + " " + r.variant_name) << std::right;
+    log << "  " << std::left << std::setw(26) << (r.variant + " " + r.name) << std::right;
     if (!r.timed) {
       log << "  " << r.note << "\n";
       continue;
@@ -308,30 +369,15 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
     // 1-2. reference and validation, once per size, with the most threads (the threaded
     // paths are the ones with the subtle bugs).
     problem->set_threads(max_threads);
-    std::vector<Result> validated;
-    for (size_t v : chosen) {
-      Result r;
-      r.op = op.name;
-      r.variant = op.variants[v].id;
-      r.variant_name = op.variants[v].name;
-      r.peer = op.variants[v].peer;
-      r.shape = problem->shape();
-      r.flops = problem->flops();
-      r.bytes = problem->bytes(v);
+    const auto too_slow = [&](size_t v) -> std::string {
       if (op.too_slow && op.too_slow(v, *problem) && !named(opts.variants, op.variants[v])) {
-        r.note = "skipped at this size (too slow; name it with --variants to run it)";
-      } else {
-        const Check check = problem->validate(v);
-        r.valid = check.ok();
-        if (!r.valid) {
-          r.note = "FAILED validation, not timed";
-          log << "  " << r.variant << " " << r.variant_name << " FAILED validation:\n" << check.report;
-        }
+        return "skipped at this size (too slow; name it with --variants to run it)";
       }
-      validated.push_back(r);
-    }
+      return "";
+    };
+    const std::vector<Measured> validated = validate_variants(op.name, *problem, op.variants, chosen, too_slow, log);
     log << "  validated: ";
-    for (const Result& r : validated) log << r.variant << (r.valid ? " ok  " : r.note.empty() ? "" : " --  ");
+    for (const Measured& r : validated) log << r.variant << (r.valid ? " ok  " : r.note.empty() ? "" : " --  ");
     log << "\n";
 
     // 3-4. time each validated variant at each thread count, then the napkin math.
@@ -343,16 +389,17 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
     for (int t : threads) {
       problem->set_threads(t);
       std::vector<Result> rows;
-      for (size_t i = 0; i < chosen.size(); ++i) {
-        Result r = validated[i];
+      for (const Measured& m : validated) {
+        Result r;
+        static_cast<Measured&>(r) = m;
         r.threads = t;
-        if (r.valid) {
-          r.timing = time_runs([&] { problem->run(chosen[i]); }, timing);
-          r.timed = true;
-          r.flushed = timing.flush;
-          napkin(r, ceilings);
-        }
         rows.push_back(r);
+      }
+      time_valid(rows, *problem, chosen, timing, cpu_clock(), log);
+      for (Result& r : rows) {
+        if (!r.timed) continue;
+        r.flushed = timing.flush;
+        napkin(r, ceilings);
       }
       const auto peer_row = std::find_if(rows.begin(), rows.end(),
                                          [](const Result& r) { return r.peer && r.timed; });
@@ -442,7 +489,7 @@ void write_json(std::ostream& out, const MachineInfo& m, const Ceilings& c,
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     out << (i == 0 ? "\n" : ",\n") << "    {\"op\": " << json_string(r.op)
-        << ", \"variant\": " << json_string(r.variant) << ", \"name\": " << json_string(r.variant_name)
+        << ", \"variant\": " << json_string(r.variant) << ", \"name\": " << json_string(r.name)
         << ", \"peer\": " << (r.peer ? "true" : "false") << ", \"shape\": " << json_string(r.shape)
         << ", \"threads\": " << r.threads << ", \"valid\": " << (r.valid ? "true" : "false")
         << ", \"timed\": " << (r.timed ? "true" : "false")
@@ -474,7 +521,7 @@ void write_markdown(std::ostream& out, const MachineInfo& m, const Ceilings& c,
   out << "|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
   for (const Result& r : results) {
     out << "| " << r.op << " | " << r.shape << (r.timed && !r.flushed ? " (warm)" : "") << " | " << r.threads << " | " << r.variant << " "
-        << r.variant_name << " | ";
+        << r.name << " | ";
     if (!r.timed) {
       out << r.note << " | | | | | | | |\n";
       continue;

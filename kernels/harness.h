@@ -13,11 +13,17 @@
 //   - validation tools, shared with tests/: GuardedBuffer (misaligned start, NaN fill,
 //     sentinels after the end), fill_random (never all-zero), compare (atol + rtol, NaN
 //     never passes, first mismatches listed with their index);
-//   - timing: time_runs, flush_caches;
-//   - the bench interface: an op (OpBench) lists its variants (its numbered versions and
-//     any peer such as OpenBLAS) and makes Problems (kernels/bench/ lists the ops) (one size, inputs, reference);
-//     run_bench walks 1-4 for chosen sizes and thread counts and returns Results, which
-//     write_json / write_markdown save. `nnlab bench` is the command line over this.
+//   - timing: time_runs, parameterised by its Clock (how to time one run, how to flush the
+//     caches between runs): cpu_clock() here (steady clock, flush_caches), the GPU's in
+//     kernels/cuda/bench/run.cpp (CUDA events, Device::flush_l2);
+//   - the bench interface, CPU and GPU alike: Variants (an op's numbered versions, then any
+//     peer such as OpenBLAS or cuBLAS), a Problem per size (inputs, reference), and the one
+//     validate-then-time loop over them (validate_variants, then time_valid), which fills
+//     the Measured part of a result;
+//   - the CPU's front: an op (OpBench) lists its variants and makes Problems (kernels/bench/
+//     lists the ops); run_bench walks 1-4 for chosen sizes and thread counts and returns
+//     Results, which write_json / write_markdown save. `nnlab bench` is the command line over
+//     this. The GPU's front (kernels/cuda/bench/run.h: run_op) walks the same loop on a device.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "kernels/ceilings.h"
+#include "kernels/versions.h"
 
 namespace kernels::harness {
 
@@ -104,11 +111,13 @@ Check merge(Check a, const Check& b);
 
 // ---- 3. timing ----------------------------------------------------------------------
 
+// The defaults are the CPU's; the GPU's are other values of the same fields
+// (kernels/cuda/bench/run.h: gpu_timing()).
 struct TimingOptions {
   int warmup = 1;            // untimed runs first (page faults, thread start-up, clocks)
   int repeats = 5;           // timed runs; the median is reported
   double max_seconds = 3.0;  // stop repeating once a case has used this much (>= 1 run)
-  bool flush = true;         // flush_caches() before each timed run
+  bool flush = true;         // the clock's flush before each timed run (CPU caches, GPU L2)
 };
 
 struct Timing {
@@ -121,18 +130,49 @@ struct Timing {
 // so the next run starts from memory, as it would inside a real program.
 void flush_caches();
 
-Timing time_runs(const std::function<void()>& run, const TimingOptions& opts);
+// What time_runs is parameterised by: how to time one run and how to flush between runs.
+struct Clock {
+  // Runs `run` once and returns how long it took, in seconds.
+  std::function<double(const std::function<void()>& run)> seconds;
+  // Evicts what the last run left cached (called before each timed run when asked to).
+  std::function<void()> flush;
+  // Waits until work still queued is done (a GPU's stream after the warm-up); may be empty.
+  std::function<void()> wait;
+};
+
+// The CPU's clock: the steady clock around the call, flush_caches() between runs.
+Clock cpu_clock();
+
+// The median of a sample (the mean of the middle two for an even count); 0 when empty.
+double median_of(std::vector<double> v);
+
+// Warm-up runs, then up to `repeats` timed runs (each after clock.flush when opts.flush),
+// stopping once max_seconds are used; a case slower than the whole budget in its warm-up
+// gets one timed run. Median and min of the samples.
+Timing time_runs(const std::function<void()>& run, const TimingOptions& opts, const Clock& clock = cpu_clock());
 
 // ---- the bench interface ------------------------------------------------------------
 
 // One thing that can be timed: a numbered version of an op ("v3", "cache-blocked"), or a
-// peer it is compared with ("openblas"). Peers are validated the same way.
+// peer it is compared with ("openblas", "cublas"). Peers are validated the same way. CPU and
+// GPU benches both list Variants; `needs` is what the version needs from the machine (a GPU
+// version's oldest compute capability: the GPU loop skips it on an older device).
 struct Variant {
   std::string id;       // "v3", "openblas"
   std::string name;     // "cache-blocked"
   std::string summary;  // one line: what it changes
   bool peer = false;
+  Requirements needs = {};
 };
+
+// A ladder's versions as Variants, in ladder order (ids "v1", "v2", ... from the numbers):
+// what every op's bench lists first, before its peers.
+template <class Fn, class W>
+std::vector<Variant> variants_of(const std::vector<OpVersion<Fn, W>>& versions) {
+  std::vector<Variant> out;
+  for (const OpVersion<Fn, W>& v : versions) out.push_back({v.id(), v.name, v.summary, false, v.needs});
+  return out;
+}
 
 // An op at one size, with its inputs made and its reference ready to compare against.
 class Problem {
@@ -156,7 +196,60 @@ class Problem {
   // memory instead of the cache level it fits in, and a sweep from L1-sized to
   // memory-sized data (the fused ops' benches) needs both ends.
   virtual bool flush_between_runs() const { return true; }
+  // Scratch bytes variant v allocates for itself (the GPU's attention: its T x T scores).
+  virtual size_t workspace_bytes(size_t /*variant*/) const { return 0; }
+  // Why variant v does not compute this problem at all ("" when it does): the GPU matmul's
+  // lesson rungs at a transposed, biased or accumulating form (Requirements::plain_only).
+  // Such a variant is skipped with this note, neither validated nor timed.
+  virtual std::string unsupported(size_t /*variant*/) const { return ""; }
 };
+
+// ---- the one validate-then-time loop ------------------------------------------------
+
+// One variant at one size, as the loop fills it: the part of a result the CPU's Result
+// (below) and the GPU's (kernels/cuda/bench/run.h) share.
+struct Measured {
+  std::string op, shape;               // "matmul", "M=N=K=1024"
+  std::string variant, name, summary;  // "v3", "cache-blocked", its one line
+  bool peer = false;
+  bool valid = false;    // passed validation
+  bool timed = false;    // valid and timed
+  bool skipped = false;  // neither validated nor timed (too slow at this size, needs a newer GPU...)
+  std::string note;      // why it was not timed, or what the validation said
+  double max_abs_err = 0.0;
+  Timing timing;
+  double flops = 0.0, bytes = 0.0;
+  double gflops = 0.0, gbs = 0.0;         // achieved (median)
+  double frac_peak = 0.0, frac_bw = 0.0;  // of the ceilings the front end measures against
+  double vs_peer = 0.0;                   // the peer's time / this time (1.0 = as fast), 0 = none
+};
+
+// Whether `wanted` (ids or names) names variant v.
+bool named(const std::vector<std::string>& wanted, const Variant& v);
+// The variants to run, in the op's order (all when `wanted` is empty). A wanted name that
+// no variant has throws std::invalid_argument "<what> has no variant 'x': it has v1, v2, ...".
+std::vector<size_t> choose_variants(const std::string& what, const std::vector<Variant>& variants,
+                                    const std::vector<std::string>& wanted);
+
+// 1-2. A row per chosen variant, in order: skipped when skip(v) gives a reason (the row's
+// note), else run and compared with the problem's reference. A run that throws (a device
+// error) fails like a mismatch; every failure is reported to `log` with its mismatches.
+std::vector<Measured> validate_variants(const std::string& op, Problem& problem, const std::vector<Variant>& variants,
+                                        const std::vector<size_t>& chosen,
+                                        const std::function<std::string(size_t variant)>& skip, std::ostream& log);
+
+// 3. Times one validated row (variant v of the problem) with the clock; a throw while timing
+// leaves it untimed, with the reason in its note and in `log`.
+void time_row(Measured& row, Problem& problem, size_t v, const TimingOptions& opts, const Clock& clock,
+              std::ostream& log);
+// ... every valid row of them (rows[i] is variant chosen[i]): never what was not validated.
+template <class Row>
+void time_valid(std::vector<Row>& rows, Problem& problem, const std::vector<size_t>& chosen, const TimingOptions& opts,
+                const Clock& clock, std::ostream& log) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].valid) time_row(rows[i], problem, chosen[i], opts, clock, log);
+  }
+}
 
 struct OpBench {
   std::string name;     // "matmul"
@@ -185,24 +278,16 @@ struct BenchOptions {
   uint64_t seed = 1;
 };
 
-struct Result {
-  std::string op, variant, variant_name, shape;
-  bool peer = false;
+// A CPU row: the loop's Measured (frac_peak and frac_bw of the ceilings measured at this
+// thread count), plus the thread count and the roofline.
+struct Result : Measured {
   int threads = 1;
-  bool valid = false;
-  bool timed = false;
   bool flushed = false;  // caches flushed before each timed run (else: warm, in cache)
-  std::string note;  // why it was not timed, or what the validation said
-  Timing timing;
-  double flops = 0.0, bytes = 0.0;
-  double gflops = 0.0, gbs = 0.0;       // achieved
   double intensity = 0.0;               // FLOPs per byte
-  double frac_peak = 0.0, frac_bw = 0.0;  // of the measured ceilings at this thread count
   double roofline = 0.0;                // attainable GFLOP/s (min(peak, intensity * bw))
   std::string bound;                    // "compute" or "memory": which roof is lower here
   double frac_roof = 0.0;               // achieved / what the roofline allows here: the
                                         // kernel's distance to its own roof
-  double vs_peer = 0.0;                 // peer's time / this time (1.0 = as fast), 0 = none
 };
 
 // Throws std::invalid_argument, naming what is allowed, for an unknown variant, a size the

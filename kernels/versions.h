@@ -4,23 +4,51 @@
 // ladder order; `find_version` picks one by number ("3"), by number with a v ("v3") or by
 // name ("cache-blocked"), and otherwise throws std::invalid_argument naming what exists.
 //
-// OpVersion<Fn> is that struct for an op whose versions all share the signature Fn: the
-// GPT training ops (kernels/attention.h, layernorm.h, gelu.h, ...) use it, so a backend is
-// a table of named rungs (gpt/backend_cpu.cpp) and the tests and the bench iterate them.
+// OpVersion<Fn> is that struct for an op whose versions all share the signature Fn, on the
+// CPU and on the GPU alike: the CPU ladders (kernels/attention.h, layernorm.h, gelu.h, ...)
+// and the CUDA ladders (kernels/cuda/device.h's Kernels table) both list OpVersions, so a
+// backend is a table of named rungs (gpt/backend_cpu.cpp, gpt/backend_cuda.cpp) and the
+// tests and the one harness (kernels/harness.h) iterate them the same way. What only a GPU
+// version has to say (the oldest compute capability it runs on, matmul's plain-only rungs,
+// attention's scratch bytes) sits in trailing fields a CPU version leaves at their defaults.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace kernels {
 
-template <class Fn>
+// What a version needs from the machine beyond its signature. A CPU rung needs nothing.
+struct Requirements {
+  // The oldest CUDA compute capability (10 * major + minor) the version runs on, set by the
+  // newest hardware feature it uses (kernels/cuda/device.h names them: NNLAB_SM_MAXWELL,
+  // NNLAB_SM_AMPERE); 0 for CPU versions, which run anywhere the build does.
+  int min_sm = 0;
+  // matmul only: the version computes the plain product C = A.B alone (lesson 09's CUDA
+  // v2-v8) and refuses a transpose, a bias or accumulate; the harness skips it there.
+  bool plain_only = false;
+};
+
+// WorkspaceFn: how a version says how much scratch it needs for a problem (attention's
+// (B,NH,T,T) scores on the GPU: OpVersion<AttentionFn, WorkspaceFn>); ops without scratch
+// leave it std::nullptr_t and never look at it.
+template <class Fn, class WorkspaceFn = std::nullptr_t>
 struct OpVersion {
-  int number;
-  const char* name;
-  const char* summary;
+  int number;           // 3: the rung, in ladder order from 1 (the plain-loop reference)
+  const char* name;     // "cache-blocked"
+  const char* summary;  // one line: what it changes compared with the rung below, and why
   Fn fn;
+  Requirements needs = {};
+  WorkspaceFn workspace = nullptr;
+
+  // "v3": how the benches, the plans and the tables name the rung (derived, never typed).
+  std::string id() const {
+    std::string id = "v";  // appended, not "v" + to_string(...): GCC 12 warns falsely (-Wrestrict)
+    id += std::to_string(number);
+    return id;
+  }
 };
 
 template <class Version>

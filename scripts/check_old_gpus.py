@@ -25,7 +25,7 @@ kernel (__global__), for each target. Each states the oldest compute capability 
 its header comment ("Oldest GPU: compute capability 5.0 ...": the oldest of its versions); a
 file whose oldest is newer than a target is not compiled for it, and a file that states none
 fails the check. Inside a file, a version that needs more (matmul v8: 8.0) has its kernel
-guarded by the same NNLAB_SM_* name as its KernelInfo::min_sm (kernels/cuda/cuda.h:
+guarded by the same NNLAB_SM_* name as its needs.min_sm (kernels/cuda/cuda.h:
 NNLAB_CUDA_SM_AT_LEAST); compiled for an older GPU its body is needs_newer_gpu<sm>(), a trap
 whose PTX names the capability. The check lists those kernels per target, and fails if one
 names a capability the target already has (a guard that contradicts its version's min_sm).

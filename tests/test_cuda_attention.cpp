@@ -20,7 +20,7 @@ namespace cb = kernels::cuda::bench;
 namespace {
 
 // The index of the first version with / without a workspace: the unfused and fused rungs.
-size_t first_version(const std::vector<kc::Version<kc::AttentionFn>>& versions, bool fused, int B, int T, int C,
+size_t first_version(const std::vector<kernels::OpVersion<kc::AttentionFn, kc::WorkspaceFn>>& versions, bool fused, int B, int T, int C,
                      int NH) {
   for (size_t v = 0; v < versions.size(); ++v) {
     const bool none = !versions[v].workspace || versions[v].workspace(B, T, C, NH) == 0;
@@ -48,7 +48,7 @@ std::vector<float> run_version(kc::Device& dev, size_t v, const kernels::Array<f
   if (ws) workspace = kernels::Array<float>(dev, ws / sizeof(float), kernels::uninitialized);
   kernels::Array<float> out(dev, static_cast<size_t>(B) * T * C, kernels::uninitialized);
   out.fill_bytes(0xFF);
-  version.run(out.data(), ws ? workspace.data() : nullptr, qkv.data(), B, T, C, NH);
+  version.fn(out.data(), ws ? workspace.data() : nullptr, qkv.data(), B, T, C, NH);
   dev.synchronize();
   return out.to_vector();
 }
@@ -111,7 +111,7 @@ TEST_CASE("cuda emu: attention versions agree off the tile sizes", "[cuda][emu-k
     const std::vector<float> first = run_version(dev, 0, qkv, s.B, s.T, s.C, s.NH);
     const std::vector<double> want(first.begin(), first.end());
     for (size_t v = 1; v < n; ++v) {
-      INFO("v1 vs " << dev.kernels().attention[v].info.id);
+      INFO("v1 vs " << dev.kernels().attention[v].id());
       const kernels::harness::Check c =
           kernels::harness::compare("out", run_version(dev, v, qkv, s.B, s.T, s.C, s.NH), want, {5e-5, 1e-4});
       INFO(c.report);
@@ -125,7 +125,7 @@ TEST_CASE("cuda emu: attention fused version refuses a head size over 128", "[cu
   const auto& versions = dev.kernels().attention;
   const size_t fused = first_version(versions, true, 1, 4, 132, 1);
   kernels::Array<float> qkv(dev, 4 * 3 * 132, kernels::uninitialized), out(dev, 4 * 132, kernels::uninitialized);
-  CHECK_THROWS_WITH(versions[fused].run(out.data(), nullptr, qkv.data(), 1, 4, 132, 1),
+  CHECK_THROWS_WITH(versions[fused].fn(out.data(), nullptr, qkv.data(), 1, 4, 132, 1),
                     Catch::Contains("head size") && Catch::Contains("132"));
 }
 
@@ -162,15 +162,15 @@ TEST_CASE("cuda emu: attention backward from the forward's workspace", "[cuda][e
     kernels::Array<float> att_ws(dev, ws_bytes / sizeof(float), kernels::uninitialized),
         out(dev, static_cast<size_t>(B) * T * C, kernels::uninitialized);
     att_ws.fill_bytes(0xFF);  // above the diagonal it stays NaN: the backward must not read it
-    forward[f].run(out.data(), att_ws.data(), qkv.data(), B, T, C, NH);
+    forward[f].fn(out.data(), att_ws.data(), qkv.data(), B, T, C, NH);
     for (size_t v = 0; v < backward.size(); ++v) {
-      INFO("forward " << forward[f].info.id << " then backward " << backward[v].info.id);
+      INFO("forward " << forward[f].id() << " then backward " << backward[v].id());
       const size_t bw_bytes = backward[v].workspace ? backward[v].workspace(B, T, C, NH) : 0;
       kernels::Array<float> scratch;
       if (bw_bytes) scratch = kernels::Array<float>(dev, bw_bytes / sizeof(float), kernels::uninitialized);
       kernels::Array<float> dqkv(dev, n_qkv, kernels::uninitialized);
       dqkv.fill_bytes(0xFF);
-      backward[v].run(dqkv.data(), bw_bytes ? scratch.data() : nullptr, dout.data(), qkv.data(), att_ws.data(), B, T,
+      backward[v].fn(dqkv.data(), bw_bytes ? scratch.data() : nullptr, dout.data(), qkv.data(), att_ws.data(), B, T,
                       C, NH);
       dev.synchronize();
       // the forward's probabilities carry their own float rounding here: a little looser

@@ -69,7 +69,7 @@ class FakeProblem final : public cb::Problem {
   }
 
  private:
-  void launch(size_t) { dev_.kernels().cos2.at(1).run(out_.data(), in_.data(), static_cast<int>(n_)); }
+  void launch(size_t) { dev_.kernels().cos2.at(1).fn(out_.data(), in_.data(), static_cast<int>(n_)); }
 
   kernels::cuda::Device& dev_;
   size_t n_;
@@ -86,10 +86,10 @@ cb::Op fake_op(Calls& calls) {
   op.test_sizes = {"1000"};
   op.variants = [](kernels::cuda::Device&) {
     return std::vector<cb::Variant>{
-        {{"v1", "right", "validates", 50}, false},
-        {{"v2", "wrong", "its reference is wrong", 50}, false},
-        {{"v3", "broken", "throws a device error", 50}, false},
-        {{"v4", "future", "needs a GPU nobody has", 990}, false},
+        {"v1", "right", "validates", false, {50}},
+        {"v2", "wrong", "its reference is wrong", false, {50}},
+        {"v3", "broken", "throws a device error", false, {50}},
+        {"v4", "future", "needs a GPU nobody has", false, {990}},
     };
   };
   op.make = [&calls](kernels::cuda::Device& dev, const std::string& size, uint64_t) -> std::unique_ptr<cb::Problem> {

@@ -36,7 +36,7 @@ int validate(kc::Device& dev, const std::string& name, const std::string& prefix
     ++sizes;
     const auto problem = op.make(dev, size, seed++);
     for (size_t v = 0; v < variants.size(); ++v) {
-      INFO(op.name << " " << variants[v].info.id << " (" << variants[v].info.name << ") at " << problem->shape()
+      INFO(op.name << " " << variants[v].id << " (" << variants[v].name << ") at " << problem->shape()
                    << " on " << dev.info().name);
       const kernels::harness::Check c = problem->validate(v);
       INFO(c.report);
@@ -78,10 +78,10 @@ TEST_CASE("cuda emu: attention_decode appends the new k, v rows and touches no o
   const std::vector<float> qkv = random_floats(static_cast<size_t>(B) * n * 3 * uC, 7);
   std::vector<float> k0 = random_floats(cache, 8), v0 = random_floats(cache, 9);
   for (auto& v : dev.kernels().attention_decode) {
-    INFO("attention_decode " << v.info.id);
+    INFO("attention_decode " << v.id());
     kernels::Array<float> dq(dev, qkv, kernels::uninitialized), dk(dev, k0, kernels::uninitialized),
         dv(dev, v0, kernels::uninitialized), dout(dev, static_cast<size_t>(B) * n * uC, kernels::uninitialized);
-    v.run(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, maxT);
+    v.fn(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, maxT);
     dev.synchronize();
     const std::vector<float> k = dk.to_vector(), vv = dv.to_vector();
     size_t wrong = 0;
@@ -124,11 +124,11 @@ TEST_CASE("cuda emu: inference kernels give the same bits run after run", "[cuda
     const kernels::WeightsView view{p.format, rows, cols, data.data(), p.scales.empty() ? nullptr : scales.data(),
                                     p.index.empty() ? nullptr : index.data()};
     for (auto& v : dev.kernels().matvec) {
-      INFO(f << " matvec " << v.info.id);
-      v.run(y.data(), dx.data(), view, nullptr, n);
+      INFO(f << " matvec " << v.id());
+      v.fn(y.data(), dx.data(), view, nullptr, n);
       const std::vector<float> first = y.to_vector();
       y.fill_bytes(0xFF);
-      v.run(y.data(), dx.data(), view, nullptr, n);
+      v.fn(y.data(), dx.data(), view, nullptr, n);
       CHECK(same_bits(first, y.to_vector()));
     }
   }
@@ -139,17 +139,17 @@ TEST_CASE("cuda emu: inference kernels refuse impossible sizes", "[cuda][emu-ker
   kernels::Array<float> buf(dev, 4096, kernels::uninitialized);
   float* p = buf.data();
   for (auto& v : dev.kernels().attention_decode) {
-    INFO("attention_decode " << v.info.id);
-    CHECK_THROWS_AS(v.run(p, p, p, p, 1, 1, 0, 10, 3, 4), kc::Error);  // C % NH != 0
-    CHECK_THROWS_AS(v.run(p, p, p, p, 1, 2, 3, 8, 2, 4), kc::Error);   // pos + n > maxT
+    INFO("attention_decode " << v.id());
+    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 1, 0, 10, 3, 4), kc::Error);  // C % NH != 0
+    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 2, 3, 8, 2, 4), kc::Error);   // pos + n > maxT
   }
   // int4 needs cols % 32, sparse24 cols % 8: a view that breaks the packing rules is refused
   const kernels::WeightsView int4{kernels::WeightFormat::int4, 2, 48, p, p, nullptr};
   const kernels::WeightsView sparse{kernels::WeightFormat::sparse24, 2, 12, p, nullptr, reinterpret_cast<uint8_t*>(p)};
   for (auto& v : dev.kernels().matvec) {
-    INFO("matvec " << v.info.id);
-    CHECK_THROWS_AS(v.run(p, p, int4, nullptr, 1), kc::Error);
-    CHECK_THROWS_AS(v.run(p, p, sparse, nullptr, 1), kc::Error);
+    INFO("matvec " << v.id());
+    CHECK_THROWS_AS(v.fn(p, p, int4, nullptr, 1), kc::Error);
+    CHECK_THROWS_AS(v.fn(p, p, sparse, nullptr, 1), kc::Error);
   }
 }
 

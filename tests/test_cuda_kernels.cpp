@@ -35,8 +35,8 @@ void validate_versions(kernels::cuda::Device& dev, const cb::Op& op, const std::
   for (const std::string& size : op.test_sizes) {
     const auto problem = op.make(dev, size, seed++);
     for (size_t v = 0; v < variants.size(); ++v) {
-      if (variants[v].info.min_sm > dev.info().sm) {
-        WARN(op.name << " " << variants[v].info.id << " needs compute capability " << variants[v].info.min_sm
+      if (variants[v].needs.min_sm > dev.info().sm) {
+        WARN(op.name << " " << variants[v].id << " needs compute capability " << variants[v].needs.min_sm
                      << ": not run on " << dev.info().name);
         validated[v] = -1;  // not expected to run here
         continue;
@@ -45,10 +45,10 @@ void validate_versions(kernels::cuda::Device& dev, const cb::Op& op, const std::
       // transposed, biased or accumulating size) is skipped, and only such a one.
       const std::string unsupported = problem->unsupported(v);
       if (!unsupported.empty()) {
-        CHECK(variants[v].info.plain_only);
+        CHECK(variants[v].needs.plain_only);
         continue;
       }
-      INFO(op.name << " " << variants[v].info.id << " (" << variants[v].info.name << ") at " << problem->shape());
+      INFO(op.name << " " << variants[v].id << " (" << variants[v].name << ") at " << problem->shape());
       const kernels::harness::Check c = problem->validate(v);
       INFO(c.report);
       CHECK(c.ok());
@@ -58,7 +58,7 @@ void validate_versions(kernels::cuda::Device& dev, const cb::Op& op, const std::
   // Every variant that can run here was validated at some size (the skips above cannot
   // empty a variant's list).
   for (size_t v = 0; v < variants.size(); ++v) {
-    INFO(op.name << " " << variants[v].info.id);
+    INFO(op.name << " " << variants[v].id);
     CHECK(validated[v] != 0);
   }
 }
@@ -120,16 +120,16 @@ TEST_CASE("cuda emu: matmul's lesson rungs refuse a form they do not compute", "
   forms[3].bias = bias.data();
   int plain_only = 0;
   for (const auto& v : table) {
-    INFO("matmul " << v.info.id);
-    if (!v.info.plain_only) continue;
+    INFO("matmul " << v.id());
+    if (!v.needs.plain_only) continue;
     ++plain_only;
     for (const auto& args : forms) {
-      CHECK_THROWS_AS(v.run(c.data(), a.data(), b.data(), 4, 4, 4, args), kernels::cuda::Error);
+      CHECK_THROWS_AS(v.fn(c.data(), a.data(), b.data(), 4, 4, 4, args), kernels::cuda::Error);
     }
-    v.run(c.data(), a.data(), b.data(), 4, 4, 4, {});  // the plain product runs
+    v.fn(c.data(), a.data(), b.data(), 4, 4, 4, {});  // the plain product runs
   }
   CHECK(plain_only == 7);  // v2-v8
-  CHECK_FALSE(table.front().info.plain_only);  // v1, the reference, computes every form
+  CHECK_FALSE(table.front().needs.plain_only);  // v1, the reference, computes every form
 }
 TEST_CASE("cuda emu: bias backward", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "bias_backward"); }
 
@@ -159,7 +159,7 @@ TEST_CASE("cuda emu: dropout draws nn::dropout_forward's mask, bit for bit", "[c
     nn::dropout_forward(want_out.data(), want_mask.data(), x.data(), static_cast<int64_t>(n), p, seed);
     kernels::Array<float> in(dev, x, kernels::uninitialized), out(dev, n, kernels::uninitialized),
         mask(dev, n, kernels::uninitialized);
-    table[0].run(out.data(), mask.data(), in.data(), n, p, seed);
+    table[0].fn(out.data(), mask.data(), in.data(), n, p, seed);
     dev.synchronize();
     INFO("p = " << p);
     CHECK(mask.to_vector() == want_mask);

@@ -1,5 +1,5 @@
 // Old GPUs: every CUDA version states the oldest compute capability it runs on
-// (KernelInfo::min_sm), and lesson 09's README names exactly the versions a compute
+// (needs.min_sm), and lesson 09's README names exactly the versions a compute
 // capability 5.x card (GTX 960, Jetson Nano) cannot run. (That the others compile for 5.x is
 // scripts/check_old_gpus.py's job: ctest label "oldgpu".)
 #include <catch2/catch.hpp>
@@ -38,10 +38,10 @@ TEST_CASE("every CUDA version states an oldest compute capability CUDA 12 can bu
   for (const cb::Op& op : cb::ops()) {
     for (const cb::Variant& v : op.variants(dev)) {
       if (v.peer) continue;
-      INFO(op.name << " " << v.info.id << ": min_sm " << v.info.min_sm);
+      INFO(op.name << " " << v.id << ": min_sm " << v.needs.min_sm);
       // 5.0 is the oldest any toolkit the course supports compiles for (CUDA 12; CUDA 13: 7.5),
       // so a smaller value would claim a GPU nothing here was ever built for.
-      CHECK(v.info.min_sm >= NNLAB_SM_MAXWELL);
+      CHECK(v.needs.min_sm >= NNLAB_SM_MAXWELL);
       ++versions;
     }
   }
@@ -55,9 +55,9 @@ TEST_CASE("lesson 09 lists which versions need a newer GPU than a given one", "[
   std::vector<std::string> expected;
   for (const cb::Op& op : cb::ops()) {
     for (const cb::Variant& v : op.variants(dev)) {
-      if (!v.peer && v.info.min_sm > 53) {
-        expected.push_back(op.name + " " + v.info.id + " (" + std::to_string(v.info.min_sm / 10) + "." +
-                           std::to_string(v.info.min_sm % 10) + ")");
+      if (!v.peer && v.needs.min_sm > 53) {
+        expected.push_back(op.name + " " + v.id + " (" + std::to_string(v.needs.min_sm / 10) + "." +
+                           std::to_string(v.needs.min_sm % 10) + ")");
       }
     }
   }

@@ -21,12 +21,7 @@ using harness::GuardedBuffer;
 namespace {
 
 std::vector<harness::Variant> bias_gelu_variants() {
-  std::vector<harness::Variant> out;
-  for (const BiasGeluVersion& v : bias_gelu_versions()) {
-    std::string id = "v";
-    id += std::to_string(v.number);
-    out.push_back({id, v.name, v.summary, false});
-  }
+  std::vector<harness::Variant> out = harness::variants_of(bias_gelu_versions());
   return out;
 }
 

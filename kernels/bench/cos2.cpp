@@ -22,12 +22,7 @@ namespace {
 
 // The variants: every version, then libm as the peer.
 std::vector<harness::Variant> cos2_variants() {
-  std::vector<harness::Variant> out;
-  for (const Cos2Version& v : cos2_versions()) {
-    std::string id = "v";
-    id += std::to_string(v.number);
-    out.push_back({id, v.name, v.summary, false});
-  }
+  std::vector<harness::Variant> out = harness::variants_of(cos2_versions());
   out.push_back({"libm", "std::cos", "y = std::cos(std::cos(x)), one pass: a libm call per cos", true});
   return out;
 }

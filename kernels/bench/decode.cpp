@@ -60,12 +60,7 @@ MatvecSize parse_matvec_size(const std::string& size) {
 }
 
 std::vector<harness::Variant> matvec_variants() {
-  std::vector<harness::Variant> out;
-  for (const MatvecVersion& v : matvec_versions()) {
-    std::string id = "v";  // not "v" + to_string: GCC 12's -Wrestrict false positive
-    id += std::to_string(v.number);
-    out.push_back({id, v.name, v.summary, false});
-  }
+  std::vector<harness::Variant> out = harness::variants_of(matvec_versions());
   return out;
 }
 
@@ -180,12 +175,7 @@ constexpr const char* kAttentionHelp = "BxPOSxCxNH (B sequences, POS cached posi
                                        "e.g. 1x1024x768x12";
 
 std::vector<harness::Variant> attention_decode_variants() {
-  std::vector<harness::Variant> out;
-  for (const AttentionDecodeVersion& v : attention_decode_versions()) {
-    std::string id = "v";
-    id += std::to_string(v.number);
-    out.push_back({id, v.name, v.summary, false});
-  }
+  std::vector<harness::Variant> out = harness::variants_of(attention_decode_versions());
   return out;
 }
 

@@ -137,18 +137,6 @@ class LadderProblem : public harness::Problem {
   std::function<void(size_t)> call_;
 };
 
-template <class Fn>
-std::vector<harness::Variant> variants_of(const std::vector<OpVersion<Fn>>& versions) {
-  std::vector<harness::Variant> out;
-  for (const OpVersion<Fn>& v : versions) {
-    // appended rather than "v" + to_string(...): GCC 12 warns falsely (-Wrestrict) on that
-    std::string id = "v";
-    id += std::to_string(v.number);
-    out.push_back({id, v.name, v.summary, false});
-  }
-  return out;
-}
-
 std::string dims_shape(const std::vector<const char*>& names, const std::vector<size_t>& d) {
   std::ostringstream os;
   for (size_t i = 0; i < d.size(); ++i) os << (i ? " " : "") << names[i] << "=" << short_count(d[i]);
@@ -168,7 +156,7 @@ harness::OpBench ladder(const char* name, const char* summary, const std::vector
   op.size_help = help;
   op.default_sizes = std::move(default_sizes);
   op.quick_sizes = std::move(quick_sizes);
-  op.variants = variants_of(versions);
+  op.variants = harness::variants_of(versions);
   const std::string op_name = name, help_text = help;
   const size_t count = dim_names.size();
   op.check_size = [op_name, help_text, count](const std::string& size) { parse_dims(op_name, size, count, help_text); };

@@ -22,12 +22,7 @@ using harness::GuardedBuffer;
 namespace {
 
 std::vector<harness::Variant> layernorm_variants() {
-  std::vector<harness::Variant> out;
-  for (const LayernormVersion& v : layernorm_versions()) {
-    std::string id = "v";
-    id += std::to_string(v.number);
-    out.push_back({id, v.name, v.summary, false});
-  }
+  std::vector<harness::Variant> out = harness::variants_of(layernorm_versions());
   return out;
 }
 

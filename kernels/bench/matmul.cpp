@@ -74,12 +74,7 @@ Shape parse_shape(const std::string& size) {
 
 // The variants: every version of the ladder, then the peer.
 std::vector<harness::Variant> matmul_variants() {
-  std::vector<harness::Variant> out;
-  for (const SgemmVersion& v : sgemm_versions()) {
-    std::string id = "v";
-    id += std::to_string(v.number);
-    out.push_back({id, v.name, v.summary, false});
-  }
+  std::vector<harness::Variant> out = harness::variants_of(sgemm_versions());
   if (have_openblas()) out.push_back({"openblas", "OpenBLAS", "cblas_sgemm, the peer", true});
   return out;
 }

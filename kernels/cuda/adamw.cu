@@ -144,12 +144,10 @@ void adamw_v2(float* params, float* m, float* v, const float* grads, size_t n, A
 
 void add_adamw(Kernels& k) {
   k.adamw = {
-      {{"v1", "thread per param", "plain loads, bias corrections recomputed with powf by every thread",
-        NNLAB_SM_MAXWELL},
-       adamw_v1},
-      {{"v2", "fused float4", "bias corrections once on the host, float4 loads/stores, grid-stride loop",
-        NNLAB_SM_MAXWELL},
-       adamw_v2},
+      {1, "thread per param", "plain loads, bias corrections recomputed with powf by every thread",
+        adamw_v1, {NNLAB_SM_MAXWELL}},
+      {2, "fused float4", "bias corrections once on the host, float4 loads/stores, grid-stride loop",
+        adamw_v2, {NNLAB_SM_MAXWELL}},
   };
 }
 

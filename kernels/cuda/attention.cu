@@ -681,23 +681,18 @@ void attention_backward_v2(float* dqkv, float* workspace, const float* dout, con
 
 void add_attention(Kernels& k) {
   k.attention = {
-      {{"v1", "unfused, naive", "scores, softmax, P.V as three kernels through a (B,NH,T,T) workspace",
-        NNLAB_SM_MAXWELL},
-       attention_v1, scores_workspace},
-      {{"v2", "unfused, tiled", "32x32 shared-memory tiles for both products, a warp per softmax row: the T^2 "
-                                "matrix still makes 4 trips through memory", NNLAB_SM_MAXWELL},
-       attention_v2, scores_workspace},
-      {{"v3", "fused (flash)", "one kernel, key tiles in shared memory, online softmax in registers: no T^2 "
-                               "matrix, no workspace", NNLAB_SM_MAXWELL},
-       attention_v3, no_workspace},
+      {1, "unfused, naive", "scores, softmax, P.V as three kernels through a (B,NH,T,T) workspace",
+        attention_v1, {NNLAB_SM_MAXWELL}, scores_workspace},
+      {2, "unfused, tiled", "32x32 shared-memory tiles for both products, a warp per softmax row: the T^2 "
+                                "matrix still makes 4 trips through memory", attention_v2, {NNLAB_SM_MAXWELL}, scores_workspace},
+      {3, "fused (flash)", "one kernel, key tiles in shared memory, online softmax in registers: no T^2 "
+                               "matrix, no workspace", attention_v3, {NNLAB_SM_MAXWELL}, no_workspace},
   };
   k.attention_backward = {
-      {{"v1", "naive", "datt, softmax backward, dq/dk/dv as three kernels through a (B,NH,T,T) workspace, a "
-                       "thread per entry, row or output", NNLAB_SM_MAXWELL},
-       attention_backward_v1, scores_workspace},
-      {{"v2", "tiled", "the four products in 32x32 shared-memory tiles (tiles above the diagonal skipped), a "
-                       "warp per softmax-backward row", NNLAB_SM_MAXWELL},
-       attention_backward_v2, scores_workspace},
+      {1, "naive", "datt, softmax backward, dq/dk/dv as three kernels through a (B,NH,T,T) workspace, a "
+                       "thread per entry, row or output", attention_backward_v1, {NNLAB_SM_MAXWELL}, scores_workspace},
+      {2, "tiled", "the four products in 32x32 shared-memory tiles (tiles above the diagonal skipped), a "
+                       "warp per softmax-backward row", attention_backward_v2, {NNLAB_SM_MAXWELL}, scores_workspace},
   };
 }
 

@@ -133,12 +133,10 @@ void crossentropy_v2(float* losses, float* dlogits, const float* logits, const i
 
 void add_crossentropy(Kernels& k) {
   k.crossentropy = {
-      {{"v1", "unfused", "softmax, loss, backward as three kernels: probabilities round-trip memory, 20 B/element",
-        NNLAB_SM_MAXWELL},
-       crossentropy_v1},
-      {{"v2", "fused", "one block per row: online max/sum, log-sum-exp loss, one dlogits pass: 12 B/element",
-        NNLAB_SM_MAXWELL},
-       crossentropy_v2},
+      {1, "unfused", "softmax, loss, backward as three kernels: probabilities round-trip memory, 20 B/element",
+        crossentropy_v1, {NNLAB_SM_MAXWELL}},
+      {2, "fused", "one block per row: online max/sum, log-sum-exp loss, one dlogits pass: 12 B/element",
+        crossentropy_v2, {NNLAB_SM_MAXWELL}},
   };
 }
 

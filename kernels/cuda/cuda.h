@@ -33,7 +33,7 @@
 
 // True in code compiled for a GPU of compute capability `sm` (10 * major + minor: one of the
 // NNLAB_SM_* of kernels/cuda/device.h) or newer: the guard around code a version needs a
-// newer GPU for, written with the same NNLAB_SM_* as the version's KernelInfo::min_sm:
+// newer GPU for, written with the same NNLAB_SM_* as the version's needs.min_sm:
 //
 //   #if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)
 //     ... wmma ...
@@ -79,7 +79,7 @@ void launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, size_
 
 #if defined(__CUDACC__)
 // What a kernel's body is on a GPU older than its version needs (the #else of its
-// NNLAB_CUDA_SM_AT_LEAST guard): KernelInfo::min_sm keeps the harness and the trainer from
+// NNLAB_CUDA_SM_AT_LEAST guard): needs.min_sm keeps the harness and the trainer from
 // launching it there; if something launches it anyway, it traps (the next synchronising call
 // fails with "unspecified launch failure") instead of leaving its output unwritten. The asm
 // comment names the capability in the PTX, where scripts/check_old_gpus.py reads it.

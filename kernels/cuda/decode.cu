@@ -522,22 +522,18 @@ void attention_decode_v2(float* out, float* kcache, float* vcache, const float* 
 
 void add_decode(Kernels& k) {
   k.matvec = {
-      {{"v1", "naive", "one thread per (input row, output row), one weight dequantised at a time; uncoalesced",
-        NNLAB_SM_MAXWELL},
-       matvec_v1},
-      {{"v2", "warp per row", "16-byte coalesced loads dequantised in registers, each weight used by up to 8 input "
+      {1, "naive", "one thread per (input row, output row), one weight dequantised at a time; uncoalesced",
+        matvec_v1, {NNLAB_SM_MAXWELL}},
+      {2, "warp per row", "16-byte coalesced loads dequantised in registers, each weight used by up to 8 input "
                               "rows, x in swizzled shared memory, warp_sum",
-        NNLAB_SM_MAXWELL},
-       matvec_v2},
+        matvec_v2, {NNLAB_SM_MAXWELL}},
   };
   k.attention_decode = {
-      {{"v1", "naive", "append kernel, then one thread per (b, i, h): max, exp-sum and weighted v in three passes",
-        NNLAB_SM_MAXWELL},
-       attention_decode_v1},
-      {{"v2", "warp per head", "one launch, warp per (b, i, h): lanes over positions, online softmax merged across "
+      {1, "naive", "append kernel, then one thread per (b, i, h): max, exp-sum and weighted v in three passes",
+        attention_decode_v1, {NNLAB_SM_MAXWELL}},
+      {2, "warp per head", "one launch, warp per (b, i, h): lanes over positions, online softmax merged across "
                                "lanes, lanes over the head dimension for v; appends its own slice",
-        NNLAB_SM_MAXWELL},
-       attention_decode_v2},
+        attention_decode_v2, {NNLAB_SM_MAXWELL}},
   };
 }
 

@@ -5,7 +5,7 @@
 //
 //   Device& dev = kernels::cuda::default_device();   // the GPU if there is one, else the emulator
 //   Array<float> a(dev, n);  a.upload(host);          // cudaMalloc + cudaMemcpy (kernels/memory.h)
-//   dev.kernels().matmul[2].run(c, a, b, M, N, K, {});  // version v3 of the matmul ladder
+//   dev.kernels().matmul[2].fn(c, a, b, M, N, K, {});  // version v3 of the matmul ladder
 //
 // Every op has numbered versions (v1 naive ... vN fused/tiled), each with what it changes
 // and the compute capability it needs; the .cu file of the op lists them in its header
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/memory.h"
+#include "kernels/versions.h"
 #include "kernels/weight_format.h"
 
 namespace kernels::cuda {
@@ -43,7 +44,7 @@ class Error : public std::runtime_error {
 //   forward   out (N,OC)  = inp (N,C) . W (OC,C)^T + b     M=N, N=OC, K=C   trans_b
 //   dinp      dinp (N,C)  = dout (N,OC) . W (OC,C)         M=N, N=C, K=OC   plain
 //   dweight   dW (OC,C)  += dout (N,OC)^T . inp (N,C)      M=OC, N=C, K=N   trans_a, accumulate
-// A version marked KernelInfo::plain_only computes the plain form alone and throws Error for
+// A version marked Requirements::plain_only computes the plain form alone and throws Error for
 // the others. Every version gives the same result run after run (no atomics across K).
 struct MatmulArgs {
   bool trans_a = false;
@@ -87,7 +88,7 @@ struct AdamWArgs {
 using AdamWFn = void (*)(float* params, float* m, float* v, const float* grads, size_t n, AdamWArgs args);
 // Causal self-attention forward: qkv (B,T,3C) holds q, k, v side by side (as the GPT's
 // qkv projection writes them), NH heads of C/NH; out (B,T,C). workspace: the bytes
-// Version::workspace says (the unfused versions v1, v2 leave the softmax probabilities there,
+// OpVersion::workspace says (the unfused versions v1, v2 leave the softmax probabilities there,
 // row (b,h,t) at ((b*NH+h)*T+t)*T, entries t2 <= t: what AttentionBackwardFn reads as att;
 // the fused one needs none: that is the O(T^2) vs O(T) memory).
 using AttentionFn = void (*)(float* out, float* workspace, const float* qkv, int B, int T, int C, int NH);
@@ -96,7 +97,7 @@ using WorkspaceFn = size_t (*)(int B, int T, int C, int NH);
 // Causal self-attention backward (nn::attention_backward): from dout (B,T,C), qkv (B,T,3C)
 // and att (B,NH,T,T), the probabilities the unfused forward versions (attention v1, v2)
 // leave in their workspace (entries t2 <= t; the rest is never read), writes dqkv (B,T,3C)
-// (assigned). workspace: the bytes Version::workspace says (dpreatt / datt scratch).
+// (assigned). workspace: the bytes OpVersion::workspace says (dpreatt / datt scratch).
 using AttentionBackwardFn = void (*)(float* dqkv, float* workspace, const float* dout, const float* qkv,
                                      const float* att, int B, int T, int C, int NH);
 // out (B,T,C) = wte[inp[b,t]] + wpe[t]   (nn::encoder_forward; ids already checked < V)
@@ -144,7 +145,7 @@ using FmaPeakFn = double (*)(float* out, int blocks, int threads, int iters);
 // ---- the versions of an op ---------------------------------------------------------------
 
 // The oldest GPU a version runs on, as a compute capability (10 * major + minor), set by the
-// newest hardware feature it uses. KernelInfo::min_sm holds one of these, and a .cu file
+// newest hardware feature it uses. Requirements::min_sm (kernels/versions.h) holds one of these, and a .cu file
 // guards code that needs more than NNLAB_SM_MAXWELL with the same name
 // (`#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_AMPERE)`, kernels/cuda/cuda.h): the version's stated
 // minimum and what is compiled out for older GPUs are written with one name.
@@ -156,52 +157,40 @@ using FmaPeakFn = double (*)(float* out, int blocks, int threads, int iters);
                              // float atomicAdd (2.0): everything the fp32 versions use
 #define NNLAB_SM_AMPERE 80   // tensor cores through wmma with TF32 (m16n16k8) or BF16 (m16n16k16) inputs
 
-struct KernelInfo {
-  std::string id;                  // "v3"
-  std::string name;                // "shared-memory tiles"
-  std::string summary;             // one line: what it changes and why
-  int min_sm = NNLAB_SM_MAXWELL;   // the oldest compute capability it runs on (NNLAB_SM_* above)
-  // matmul only: the version computes the plain product C = A.B alone (lesson 09's v2-v8)
-  // and throws Error for a transpose, a bias or accumulate; the harness skips it there.
-  bool plain_only = false;
-};
-
-template <class Fn>
-struct Version {
-  KernelInfo info;
-  Fn run = nullptr;
-  WorkspaceFn workspace = nullptr;  // attention only: device bytes of scratch it needs
-};
+// A version of a CUDA op is a kernels::OpVersion<Fn> (kernels/versions.h), the type the CPU
+// ladders use: number, name, summary, the function, then Requirements{min_sm, plain_only}
+// (min_sm one of the NNLAB_SM_* above, never 0 here) and, for attention, the workspace
+// function. Its id "v3" comes from the number.
 
 // Every op's ladder, in lesson order. One table per build (GPU, emulator).
 struct Kernels {
-  std::vector<Version<MatmulFn>> matmul;
-  std::vector<Version<Cos2Fn>> cos2;
-  std::vector<Version<SoftmaxFn>> softmax;
-  std::vector<Version<LayerNormForwardFn>> layernorm_forward;
-  std::vector<Version<LayerNormBackwardFn>> layernorm_backward;
-  std::vector<Version<ResidualLayerNormFn>> residual_layernorm;
-  std::vector<Version<GeluFn>> gelu;
-  std::vector<Version<BiasGeluFn>> bias_gelu;
-  std::vector<Version<CrossEntropyFn>> crossentropy;
-  std::vector<Version<AdamWFn>> adamw;
-  std::vector<Version<AttentionFn>> attention;
-  std::vector<Version<BiasBackwardFn>> bias_backward;  // matmul.cu: the linear layer's dbias
+  std::vector<OpVersion<MatmulFn>> matmul;
+  std::vector<OpVersion<Cos2Fn>> cos2;
+  std::vector<OpVersion<SoftmaxFn>> softmax;
+  std::vector<OpVersion<LayerNormForwardFn>> layernorm_forward;
+  std::vector<OpVersion<LayerNormBackwardFn>> layernorm_backward;
+  std::vector<OpVersion<ResidualLayerNormFn>> residual_layernorm;
+  std::vector<OpVersion<GeluFn>> gelu;
+  std::vector<OpVersion<BiasGeluFn>> bias_gelu;
+  std::vector<OpVersion<CrossEntropyFn>> crossentropy;
+  std::vector<OpVersion<AdamWFn>> adamw;
+  std::vector<OpVersion<AttentionFn, WorkspaceFn>> attention;
+  std::vector<OpVersion<BiasBackwardFn>> bias_backward;  // matmul.cu: the linear layer's dbias
   // the GPT's ops (issue 7)
-  std::vector<Version<AttentionBackwardFn>> attention_backward;
-  std::vector<Version<EncoderForwardFn>> encoder_forward;
-  std::vector<Version<EncoderBackwardFn>> encoder_backward;
-  std::vector<Version<GeluBackwardFn>> gelu_backward;
-  std::vector<Version<DropoutForwardFn>> dropout_forward;
-  std::vector<Version<MultiplyFn>> multiply;
-  std::vector<Version<AddFn>> add;
-  std::vector<Version<CrossEntropyLossFn>> crossentropy_loss;
-  std::vector<Version<CrossEntropyBackwardFn>> crossentropy_backward;
-  std::vector<Version<SumFn>> sum;
-  std::vector<Version<ScaleFn>> scale;
+  std::vector<OpVersion<AttentionBackwardFn, WorkspaceFn>> attention_backward;
+  std::vector<OpVersion<EncoderForwardFn>> encoder_forward;
+  std::vector<OpVersion<EncoderBackwardFn>> encoder_backward;
+  std::vector<OpVersion<GeluBackwardFn>> gelu_backward;
+  std::vector<OpVersion<DropoutForwardFn>> dropout_forward;
+  std::vector<OpVersion<MultiplyFn>> multiply;
+  std::vector<OpVersion<AddFn>> add;
+  std::vector<OpVersion<CrossEntropyLossFn>> crossentropy_loss;
+  std::vector<OpVersion<CrossEntropyBackwardFn>> crossentropy_backward;
+  std::vector<OpVersion<SumFn>> sum;
+  std::vector<OpVersion<ScaleFn>> scale;
   // inference (lesson 10)
-  std::vector<Version<MatvecFn>> matvec;
-  std::vector<Version<AttentionDecodeFn>> attention_decode;
+  std::vector<OpVersion<MatvecFn>> matvec;
+  std::vector<OpVersion<AttentionDecodeFn>> attention_decode;
   FmaPeakFn fma_peak = nullptr;  // the GPU harness's FLOP ceiling (kernels/cuda/bench/run.h)
 };
 

@@ -195,21 +195,19 @@ void bias_gelu_v3(float* out, const float* inp, const float* bias, int rows, int
 
 void add_elementwise(Kernels& k) {
   k.cos2 = {
-      {{"v1", "two kernels", "cos, then cos again through memory: 4 trips per element", NNLAB_SM_MAXWELL}, cos2_v1},
-      {{"v2", "fused", "cos(cos(x)) in a register: 2 trips per element", NNLAB_SM_MAXWELL}, cos2_v2},
+      {1, "two kernels", "cos, then cos again through memory: 4 trips per element", cos2_v1, {NNLAB_SM_MAXWELL}},
+      {2, "fused", "cos(cos(x)) in a register: 2 trips per element", cos2_v2, {NNLAB_SM_MAXWELL}},
   };
   k.gelu = {
-      {{"v1", "thread-per-element", "one element per thread, 4-byte loads and stores", NNLAB_SM_MAXWELL}, gelu_v1},
-      {{"v2", "float4-grid-stride", "16-byte loads and stores, one resident grid striding over the array",
-        NNLAB_SM_MAXWELL},
-       gelu_v2},
+      {1, "thread-per-element", "one element per thread, 4-byte loads and stores", gelu_v1, {NNLAB_SM_MAXWELL}},
+      {2, "float4-grid-stride", "16-byte loads and stores, one resident grid striding over the array",
+        gelu_v2, {NNLAB_SM_MAXWELL}},
   };
   k.bias_gelu = {
-      {{"v1", "unfused", "bias-add kernel, then gelu in place: 4 trips per element", NNLAB_SM_MAXWELL}, bias_gelu_v1},
-      {{"v2", "fused", "gelu(x + b) in a register: 2 trips per element", NNLAB_SM_MAXWELL}, bias_gelu_v2},
-      {{"v3", "fused-float4", "v2 with float4 and a grid-stride loop (cols % 4 == 0, aligned; else v2)",
-        NNLAB_SM_MAXWELL},
-       bias_gelu_v3},
+      {1, "unfused", "bias-add kernel, then gelu in place: 4 trips per element", bias_gelu_v1, {NNLAB_SM_MAXWELL}},
+      {2, "fused", "gelu(x + b) in a register: 2 trips per element", bias_gelu_v2, {NNLAB_SM_MAXWELL}},
+      {3, "fused-float4", "v2 with float4 and a grid-stride loop (cols % 4 == 0, aligned; else v2)",
+        bias_gelu_v3, {NNLAB_SM_MAXWELL}},
   };
 }
 

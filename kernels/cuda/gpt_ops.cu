@@ -430,62 +430,50 @@ void sum_v2(double* out, double* workspace, const float* x, size_t n, bool squar
 
 void add_gpt_ops(Kernels& k) {
   k.encoder_forward = {
-      {{"v1", "thread per element", "out = wte[id] + wpe[t], one thread per output float (single version)",
-        NNLAB_SM_MAXWELL},
-       encoder_forward_v1},
+      {1, "thread per element", "out = wte[id] + wpe[t], one thread per output float (single version)",
+        encoder_forward_v1, {NNLAB_SM_MAXWELL}},
   };
   k.encoder_backward = {
-      {{"v1", "thread per (v,c)", "each thread scans all N ids in order, adding dout where the id is its token",
-        NNLAB_SM_MAXWELL},
-       encoder_backward_v1},
-      {{"v2", "block per token", "a block per (token, 128 channels) compacts its token's positions in shared memory, "
+      {1, "thread per (v,c)", "each thread scans all N ids in order, adding dout where the id is its token",
+        encoder_backward_v1, {NNLAB_SM_MAXWELL}},
+      {2, "block per token", "a block per (token, 128 channels) compacts its token's positions in shared memory, "
                                  "then adds only those rows; same order as v1, bit-identical",
-        NNLAB_SM_MAXWELL},
-       encoder_backward_v2},
+        encoder_backward_v2, {NNLAB_SM_MAXWELL}},
   };
   k.gelu_backward = {
-      {{"v1", "thread per element", "one element per thread, 4-byte loads and stores",
-        NNLAB_SM_MAXWELL},
-       gelu_backward_v1},
-      {{"v2", "float4 grid-stride", "16-byte loads and stores, one resident grid, scalar tail; v1 if misaligned",
-        NNLAB_SM_MAXWELL},
-       gelu_backward_v2},
+      {1, "thread per element", "one element per thread, 4-byte loads and stores",
+        gelu_backward_v1, {NNLAB_SM_MAXWELL}},
+      {2, "float4 grid-stride", "16-byte loads and stores, one resident grid, scalar tail; v1 if misaligned",
+        gelu_backward_v2, {NNLAB_SM_MAXWELL}},
   };
   k.dropout_forward = {
-      {{"v1", "thread per element", "counter-based SplitMix64 hash per element: nn's mask bit for bit (single version)",
-        NNLAB_SM_MAXWELL},
-       dropout_forward_v1},
+      {1, "thread per element", "counter-based SplitMix64 hash per element: nn's mask bit for bit (single version)",
+        dropout_forward_v1, {NNLAB_SM_MAXWELL}},
   };
   k.multiply = {
-      {{"v1", "thread per element", "out = a * b, one thread per element (single version)",
-        NNLAB_SM_MAXWELL},
-       multiply_v1},
+      {1, "thread per element", "out = a * b, one thread per element (single version)",
+        multiply_v1, {NNLAB_SM_MAXWELL}},
   };
   k.add = {
-      {{"v1", "thread per element", "out = a + b, one thread per element; out may alias (single version)",
-        NNLAB_SM_MAXWELL},
-       add_v1},
+      {1, "thread per element", "out = a + b, one thread per element; out may alias (single version)",
+        add_v1, {NNLAB_SM_MAXWELL}},
   };
   k.crossentropy_loss = {
-      {{"v1", "thread per row", "loss = -log probs[target], one thread per row (single version)", NNLAB_SM_MAXWELL},
-       crossentropy_loss_v1},
+      {1, "thread per row", "loss = -log probs[target], one thread per row (single version)", crossentropy_loss_v1, {NNLAB_SM_MAXWELL}},
   };
   k.crossentropy_backward = {
-      {{"v1", "thread per element", "dlogits = (probs - onehot) * scale, one thread per element (single version)",
-        NNLAB_SM_MAXWELL},
-       crossentropy_backward_v1},
+      {1, "thread per element", "dlogits = (probs - onehot) * scale, one thread per element (single version)",
+        crossentropy_backward_v1, {NNLAB_SM_MAXWELL}},
   };
   k.sum = {
-      {{"v1", "one block", "1024 threads, double accumulators, fixed-order block reduction: one SM does it all",
-        NNLAB_SM_MAXWELL},
-       sum_v1},
-      {{"v2", "two-pass partials", "min(1024, n/8192) blocks write double partials, one block adds them in order; "
+      {1, "one block", "1024 threads, double accumulators, fixed-order block reduction: one SM does it all",
+        sum_v1, {NNLAB_SM_MAXWELL}},
+      {2, "two-pass partials", "min(1024, n/8192) blocks write double partials, one block adds them in order; "
                                    "independent of the SM count",
-        NNLAB_SM_MAXWELL},
-       sum_v2},
+        sum_v2, {NNLAB_SM_MAXWELL}},
   };
   k.scale = {
-      {{"v1", "thread per element", "x *= s, one thread per element (single version)", NNLAB_SM_MAXWELL}, scale_v1},
+      {1, "thread per element", "x *= s, one thread per element (single version)", scale_v1, {NNLAB_SM_MAXWELL}},
   };
 }
 

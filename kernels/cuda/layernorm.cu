@@ -531,34 +531,26 @@ void residual_layernorm_v2(float* residual, float* out, float* mean, float* rstd
 
 void add_layernorm(Kernels& k) {
   k.layernorm_forward = {
-      {{"v1", "thread per row", "three passes per row, one thread each: uncoalesced, few threads", NNLAB_SM_MAXWELL},
-       layernorm_forward_v1},
-      {{"v2", "warp per row", "coalesced lanes, shifted one-pass statistics with shuffles; x read twice",
-        NNLAB_SM_MAXWELL},
-       layernorm_forward_v2},
-      {{"v3", "row in registers", "float4 loads, row kept in registers: x read once, exact two-pass statistics",
-        NNLAB_SM_MAXWELL},
-       layernorm_forward_v3},
+      {1, "thread per row", "three passes per row, one thread each: uncoalesced, few threads", layernorm_forward_v1, {NNLAB_SM_MAXWELL}},
+      {2, "warp per row", "coalesced lanes, shifted one-pass statistics with shuffles; x read twice",
+        layernorm_forward_v2, {NNLAB_SM_MAXWELL}},
+      {3, "row in registers", "float4 loads, row kept in registers: x read once, exact two-pass statistics",
+        layernorm_forward_v3, {NNLAB_SM_MAXWELL}},
   };
   k.layernorm_backward = {
-      {{"v1", "thread per row", "two passes per row, a global atomicAdd per element for dweight/dbias",
-        NNLAB_SM_MAXWELL},
-       layernorm_backward_v1},
-      {{"v2", "warp per row", "both reductions in one coalesced pass; dweight/dbias summed per block in shared memory",
-        NNLAB_SM_MAXWELL},
-       layernorm_backward_v2},
-      {{"v3", "deterministic", "dinp warp per row; dweight/dbias per column in a fixed order, no atomics: same bits "
+      {1, "thread per row", "two passes per row, a global atomicAdd per element for dweight/dbias",
+        layernorm_backward_v1, {NNLAB_SM_MAXWELL}},
+      {2, "warp per row", "both reductions in one coalesced pass; dweight/dbias summed per block in shared memory",
+        layernorm_backward_v2, {NNLAB_SM_MAXWELL}},
+      {3, "deterministic", "dinp warp per row; dweight/dbias per column in a fixed order, no atomics: same bits "
                                "every run",
-        NNLAB_SM_MAXWELL},
-       layernorm_backward_v3},
+        layernorm_backward_v3, {NNLAB_SM_MAXWELL}},
   };
   k.residual_layernorm = {
-      {{"v1", "unfused", "residual-add kernel, then layernorm v2 reads the residual back: 24 B/element",
-        NNLAB_SM_MAXWELL},
-       residual_layernorm_v1},
-      {{"v2", "fused", "one warp per row adds, writes residual, normalises from registers: 16 B/element",
-        NNLAB_SM_MAXWELL},
-       residual_layernorm_v2},
+      {1, "unfused", "residual-add kernel, then layernorm v2 reads the residual back: 24 B/element",
+        residual_layernorm_v1, {NNLAB_SM_MAXWELL}},
+      {2, "fused", "one warp per row adds, writes residual, normalises from registers: 16 B/element",
+        residual_layernorm_v2, {NNLAB_SM_MAXWELL}},
   };
 }
 

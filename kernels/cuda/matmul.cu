@@ -12,7 +12,7 @@
 // Lesson 09 climbs the plain product C = A.B (no transposes, bias or accumulate): each rung
 // keeps the arithmetic (2MNK FLOPs) and changes where the operands come from: DRAM, L2,
 // shared memory, registers, and at the end tensor cores. v1 computes every form (it is the
-// plain loop, the reference); v2-v8 compute the plain product only (KernelInfo::plain_only:
+// plain loop, the reference); v2-v8 compute the plain product only (Requirements::plain_only:
 // they throw Error for anything else, and the bench skips them on the other forms); v9-v11
 // add the transposes, bias and accumulate to v7's and v8's design, and are what the trainer
 // runs (--precision fp32: v9, tf32: v10, bf16: v11).
@@ -1161,53 +1161,40 @@ void bias_backward_v2(float* dbias, const float* dout, int N, int OC) {
 // ---- the table ---------------------------------------------------------------------------
 
 void add_matmul(Kernels& k) {
-  // plain_only (the last field): v2-v8 compute C = A.B alone, lesson 09's product.
+  // plain_only (Requirements' second field): v2-v8 compute C = A.B alone, lesson 09's product.
   k.matmul = {
-      {{"v1", "naive", "one thread per C element, threadIdx.x down a column: uncoalesced loads of A; every form",
-        NNLAB_SM_MAXWELL},
-       matmul_v1},
-      {{"v2", "coalesced", "threadIdx.x along a row of C: a warp reads B and writes C contiguously",
-        NNLAB_SM_MAXWELL, true},
-       matmul_v2},
-      {{"v3", "shared-memory tiles", "32x32 tiles of A and B in shared memory: 32x less global traffic",
-        NNLAB_SM_MAXWELL, true},
-       matmul_v3},
-      {{"v4", "1D register blocking", "64x64 tile, 8 outputs per thread down a column: 8 FMAs per shared load of B",
-        NNLAB_SM_MAXWELL, true},
-       matmul_v4},
-      {{"v5", "2D register blocking", "128x128 tile, 8x8 outputs per thread: an outer product of 8+8 registers",
-        NNLAB_SM_MAXWELL, true},
-       matmul_v5},
-      {{"v6", "float4", "16-byte loads and stores, A transposed in shared memory: 4x fewer memory instructions",
-        NNLAB_SM_MAXWELL, true},
-       matmul_v6},
-      {{"v7", "warp tiling", "each warp a 64x32 sub-tile: conflict-free float4 shared reads, BK=16",
-        NNLAB_SM_MAXWELL, true},
-       matmul_v7},
-      {{"v8", "tensor cores (TF32)", "wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissa inputs",
-        NNLAB_SM_AMPERE, true},
-       matmul_v8},
-      {{"v9", "any layout (fp32)",
+      {1, "naive", "one thread per C element, threadIdx.x down a column: uncoalesced loads of A; every form",
+        matmul_v1, {NNLAB_SM_MAXWELL}},
+      {2, "coalesced", "threadIdx.x along a row of C: a warp reads B and writes C contiguously",
+        matmul_v2, {NNLAB_SM_MAXWELL, true}},
+      {3, "shared-memory tiles", "32x32 tiles of A and B in shared memory: 32x less global traffic",
+        matmul_v3, {NNLAB_SM_MAXWELL, true}},
+      {4, "1D register blocking", "64x64 tile, 8 outputs per thread down a column: 8 FMAs per shared load of B",
+        matmul_v4, {NNLAB_SM_MAXWELL, true}},
+      {5, "2D register blocking", "128x128 tile, 8x8 outputs per thread: an outer product of 8+8 registers",
+        matmul_v5, {NNLAB_SM_MAXWELL, true}},
+      {6, "float4", "16-byte loads and stores, A transposed in shared memory: 4x fewer memory instructions",
+        matmul_v6, {NNLAB_SM_MAXWELL, true}},
+      {7, "warp tiling", "each warp a 64x32 sub-tile: conflict-free float4 shared reads, BK=16",
+        matmul_v7, {NNLAB_SM_MAXWELL, true}},
+      {8, "tensor cores (TF32)", "wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissa inputs",
+        matmul_v8, {NNLAB_SM_AMPERE, true}},
+      {9, "any layout (fp32)",
         "v7's warp tiles with transposes made while staging in shared memory, bias and accumulate in the store, "
         "next tile prefetched, 64x64 tiles when 128x128 would idle multiprocessors",
-        NNLAB_SM_MAXWELL},
-       matmul_v9},
-      {{"v10", "any layout (TF32)",
-        "v9's tiles on tensor cores: wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissas", NNLAB_SM_AMPERE},
-       matmul_v10},
-      {{"v11", "any layout (BF16)",
+        matmul_v9, {NNLAB_SM_MAXWELL}},
+      {10, "any layout (TF32)",
+        "v9's tiles on tensor cores: wmma m16n16k8 TF32 fragments, fp32 accumulate: 10-bit mantissas", matmul_v10, {NNLAB_SM_AMPERE}},
+      {11, "any layout (BF16)",
         "v9's tiles on tensor cores: wmma m16n16k16 bf16 fragments, fp32 accumulate, 8-bit mantissas",
-        NNLAB_SM_AMPERE},
-       matmul_v11},
+        matmul_v11, {NNLAB_SM_AMPERE}},
   };
   k.bias_backward = {
-      {{"v1", "naive", "one thread per column looping over all rows: OC threads in all",
-        NNLAB_SM_MAXWELL},
-       bias_backward_v1},
-      {{"v2", "column strips",
+      {1, "naive", "one thread per column looping over all rows: OC threads in all",
+        bias_backward_v1, {NNLAB_SM_MAXWELL}},
+      {2, "column strips",
         "a block per 32 columns, rows split over 32 thread rows, coalesced, fixed-order shared-memory tree",
-        NNLAB_SM_MAXWELL},
-       bias_backward_v2},
+        bias_backward_v2, {NNLAB_SM_MAXWELL}},
   };
 }
 

@@ -173,18 +173,14 @@ void softmax_v4(float* out, const float* in, int rows, int cols) {
 
 void add_softmax(Kernels& k) {
   k.softmax = {
-      {{"v1", "three-pass", "one thread per row: max, sum, write: 3 uncoalesced reads of the row",
-        NNLAB_SM_MAXWELL},
-       softmax_v1},
-      {{"v2", "online", "one thread per row, running max and rescaled sum in one pass: 2 reads",
-        NNLAB_SM_MAXWELL},
-       softmax_v2},
-      {{"v3", "warp-per-row", "32 lanes per row: coalesced loads, (max, sum) merged by shuffles",
-        NNLAB_SM_MAXWELL},
-       softmax_v3},
-      {{"v4", "block-per-row", "256 threads per row for long rows, float4 loads, shuffle + shared-memory merge",
-        NNLAB_SM_MAXWELL},
-       softmax_v4},
+      {1, "three-pass", "one thread per row: max, sum, write: 3 uncoalesced reads of the row",
+        softmax_v1, {NNLAB_SM_MAXWELL}},
+      {2, "online", "one thread per row, running max and rescaled sum in one pass: 2 reads",
+        softmax_v2, {NNLAB_SM_MAXWELL}},
+      {3, "warp-per-row", "32 lanes per row: coalesced loads, (max, sum) merged by shuffles",
+        softmax_v3, {NNLAB_SM_MAXWELL}},
+      {4, "block-per-row", "256 threads per row for long rows, float4 loads, shuffle + shared-memory merge",
+        softmax_v4, {NNLAB_SM_MAXWELL}},
   };
 }
 

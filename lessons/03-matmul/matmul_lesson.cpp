@@ -228,7 +228,7 @@ int run_ladder_part(const Options& o) {
   for (const h::Result& r : results) {
     const bool threaded_rung = r.variant == "v6" || r.peer;
     if (!r.timed || r.threads != (threaded_rung ? most : 1)) continue;
-    row(r.variant + " " + r.variant_name, r.threads, r.gflops, r.frac_peak);
+    row(r.variant + " " + r.name, r.threads, r.gflops, r.frac_peak);
     if (r.variant == "v1") v1 = r.gflops;
     if (!r.peer) previous = r.gflops;
   }

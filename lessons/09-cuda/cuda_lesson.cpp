@@ -63,7 +63,7 @@ struct Session {
   }
 
   cb::TimingOptions timing() const {
-    cb::TimingOptions t;
+    cb::TimingOptions t = cb::gpu_timing();
     if (opts.quick) {
       t.warmup = 0;
       t.repeats = 1;
@@ -143,9 +143,9 @@ std::vector<std::string> versions_needing_more_than(Device& dev, int sm) {
   std::vector<std::string> out;
   for (const cb::Op& op : cb::ops()) {
     for (const cb::Variant& v : op.variants(dev)) {
-      if (v.peer || v.info.min_sm <= sm) continue;
-      out.push_back(op.name + " " + v.info.id + " (" + std::to_string(v.info.min_sm / 10) + "." +
-                    std::to_string(v.info.min_sm % 10) + ")");
+      if (v.peer || v.needs.min_sm <= sm) continue;
+      out.push_back(op.name + " " + v.id + " (" + std::to_string(v.needs.min_sm / 10) + "." +
+                    std::to_string(v.needs.min_sm % 10) + ")");
     }
   }
   return out;
@@ -162,10 +162,10 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 // Which GPUs run which versions: every version states the oldest compute capability it runs
-// on (KernelInfo::min_sm); the course's floor is 5.0, the oldest CUDA 12 compiles for.
+// on (needs.min_sm); the course's floor is 5.0, the oldest CUDA 12 compiles for.
 void print_gpu_generations(Device& dev) {
   const std::vector<std::string> newer = versions_needing_more_than(dev, NNLAB_SM_MAXWELL);
-  std::cout << "Which GPUs run which versions (each version's oldest compute capability, KernelInfo::min_sm):\n"
+  std::cout << "Which GPUs run which versions (each version's oldest compute capability, needs.min_sm):\n"
             << "  every version runs on compute capability 5.0 (Maxwell: GTX 750 Ti, GTX 960) and newer"
             << (newer.empty() ? "" : ", except " + joined(newer)) << ".\n"
             << "  CUDA 13 compiles for 7.5 and newer only: for an older card build with CUDA 12 (README, section 8).\n"

@@ -44,7 +44,7 @@ const std::vector<std::string>& fusion_ops();
 std::string device_line(const kernels::cuda::Device& dev, const std::string& why_no_gpu);
 
 // The versions, of every op, that need a newer GPU than compute capability `sm` (10 * major +
-// minor), as "matmul v8 (8.0)", from each version's KernelInfo::min_sm: what a card of that
+// minor), as "matmul v8 (8.0)", from each version's needs.min_sm: what a card of that
 // capability cannot run. versions_needing_more_than(dev, 53): a Jetson Nano's list.
 std::vector<std::string> versions_needing_more_than(kernels::cuda::Device& dev, int sm);
 

@@ -69,7 +69,7 @@ class AdamWProblem final : public Problem {
   // Both versions: read p, m, v, g, write p, m, v: 28 B per parameter.
   double bytes(size_t) const override { return 28.0 * static_cast<double>(n_); }
   void run(size_t v) override {
-    dev_.kernels().adamw.at(v).run(p_.data() + offset_, m_.data() + offset_, v_.data() + offset_,
+    dev_.kernels().adamw.at(v).fn(p_.data() + offset_, m_.data() + offset_, v_.data() + offset_,
                                    g_.data() + offset_, n_, args_);
   }
   Check validate(size_t v) override {

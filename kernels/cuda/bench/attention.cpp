@@ -62,7 +62,7 @@ class AttentionProblem final : public Problem {
   void run(size_t v) override {
     const size_t need = workspace_bytes(v);
     if (workspace_.bytes() < need) resize_workspace(need);  // validate() has sized it already
-    dev_.kernels().attention.at(v).run(out_.data(), need ? workspace_.data() : nullptr, qkv_.data(), B_, T_, C_,
+    dev_.kernels().attention.at(v).fn(out_.data(), need ? workspace_.data() : nullptr, qkv_.data(), B_, T_, C_,
                                        NH_);
   }
 
@@ -289,7 +289,7 @@ class AttentionBackwardProblem final : public Problem {
   void run(size_t v) override {
     const size_t need = workspace_bytes(v);
     if (workspace_.bytes() < need) resize_workspace(need);
-    dev_.kernels().attention_backward.at(v).run(dqkv_.data(), need ? workspace_.data() : nullptr, dout_.data(),
+    dev_.kernels().attention_backward.at(v).fn(dqkv_.data(), need ? workspace_.data() : nullptr, dout_.data(),
                                                 qkv_.data(), att_.data(), B_, T_, C_, NH_);
   }
 

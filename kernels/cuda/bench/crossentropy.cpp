@@ -57,13 +57,13 @@ class CrossEntropyProblem final : public Problem {
   // (v1 also reads the target's probability, and the backward kernel the target again).
   // Told apart by the version's name, not its place in the table.
   double bytes(size_t v) const override {
-    const bool unfused = dev_.kernels().crossentropy.at(v).info.name == "unfused";
+    const bool unfused = std::string(dev_.kernels().crossentropy.at(v).name) == "unfused";
     const double per_element = unfused ? 20.0 : 12.0;
     const double per_row = unfused ? 16.0 : 8.0;
     return per_element * static_cast<double>(N_ * V_) + per_row * static_cast<double>(N_);
   }
   void run(size_t v) override {
-    dev_.kernels().crossentropy.at(v).run(losses_.data(), dlogits_.data(), logits_.data(), targets_.data(),
+    dev_.kernels().crossentropy.at(v).fn(losses_.data(), dlogits_.data(), logits_.data(), targets_.data(),
                                           static_cast<int>(N_), static_cast<int>(V_));
   }
 

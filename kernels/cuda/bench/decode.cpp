@@ -138,7 +138,7 @@ class MatvecProblem final : public Problem {
            (s_.bias ? 4.0 * s_.rows : 0.0);
   }
   void run(size_t v) override {
-    dev_.kernels().matvec.at(v).run(y_.data(), x_.data(), view_, s_.bias ? bias_.data() : nullptr, s_.n);
+    dev_.kernels().matvec.at(v).fn(y_.data(), x_.data(), view_, s_.bias ? bias_.data() : nullptr, s_.n);
   }
   Check validate(size_t v) override {
     y_.fill_bytes(0xFF);
@@ -247,7 +247,7 @@ class AttentionDecodeProblem final : public Problem {
     return 4.0 * (2.0 * B * d_.pos * C + B * n * 3.0 * C + B * n * C + 2.0 * B * n * C);
   }
   void run(size_t v) override {
-    dev_.kernels().attention_decode.at(v).run(out_.data(), kcache_.data(), vcache_.data(), qkv_.data(), d_.B, d_.n,
+    dev_.kernels().attention_decode.at(v).fn(out_.data(), kcache_.data(), vcache_.data(), qkv_.data(), d_.B, d_.n,
                                               d_.pos, d_.C, d_.NH, d_.maxT());
   }
   Check validate(size_t v) override {

@@ -28,7 +28,7 @@ class Cos2Problem final : public Problem {
   double flops() const override { return 0.0; }
   // v1 (two kernels): read in, write out, read out, write out; v2 (fused): read, write.
   double bytes(size_t v) const override { return static_cast<double>(n_) * 4.0 * (v == 0 ? 4.0 : 2.0); }
-  void run(size_t v) override { dev_.kernels().cos2.at(v).run(out_.data(), in_.data(), static_cast<int>(n_)); }
+  void run(size_t v) override { dev_.kernels().cos2.at(v).fn(out_.data(), in_.data(), static_cast<int>(n_)); }
   harness::Check validate(size_t v) override {
     out_.fill_bytes(0xFF);
     run(v);
@@ -105,7 +105,7 @@ class GeluProblem final : public Problem {
  private:
   void run_at(size_t v, size_t at) {
     const float* in = at == 0 ? in_.data() : in_shifted_.data() + 1;
-    dev_.kernels().gelu.at(v).run(out_.data() + at, in, static_cast<int>(n_));
+    dev_.kernels().gelu.at(v).fn(out_.data() + at, in, static_cast<int>(n_));
   }
 
   Device& dev_;
@@ -139,7 +139,7 @@ class BiasGeluProblem final : public Problem {
   // fused (v2, v3): read inp, write out: 8 B. The bias (cols floats) is read once. Told
   // apart by the version's name, not its place in the table.
   double bytes(size_t v) const override {
-    const bool unfused = dev_.kernels().bias_gelu.at(v).info.name == "unfused";
+    const bool unfused = std::string(dev_.kernels().bias_gelu.at(v).name) == "unfused";
     return (unfused ? 16.0 : 8.0) * static_cast<double>(n_) + 4.0 * static_cast<double>(cols_);
   }
   void run(size_t v) override { run_at(v, 0); }
@@ -152,7 +152,7 @@ class BiasGeluProblem final : public Problem {
   void run_at(size_t v, size_t at) {
     const float* inp = at == 0 ? inp_.data() : inp_shifted_.data() + 1;
     const float* bias = at == 0 ? bias_.data() : bias_shifted_.data() + 1;
-    dev_.kernels().bias_gelu.at(v).run(out_.data() + at, inp, bias, static_cast<int>(rows_), static_cast<int>(cols_));
+    dev_.kernels().bias_gelu.at(v).fn(out_.data() + at, inp, bias, static_cast<int>(rows_), static_cast<int>(cols_));
   }
 
   Device& dev_;

@@ -107,7 +107,7 @@ class EncoderForwardProblem final : public Problem {
     return 12.0 * static_cast<double>(elements()) + 4.0 * static_cast<double>(B_) * T_;
   }
   void run(size_t v) override {
-    dev_.kernels().encoder_forward.at(v).run(out_.data(), inp_.data(), wte_.data(), wpe_.data(), B_, T_, C_);
+    dev_.kernels().encoder_forward.at(v).fn(out_.data(), inp_.data(), wte_.data(), wpe_.data(), B_, T_, C_);
   }
   Check validate(size_t v) override {
     out_.fill_bytes(0xFF);
@@ -186,7 +186,7 @@ class EncoderBackwardProblem final : public Problem {
     return 8.0 * elements + 8.0 * (static_cast<double>(V_) + T_) * C_ + 4.0 * static_cast<double>(B_) * T_;
   }
   void run(size_t v) override {
-    dev_.kernels().encoder_backward.at(v).run(dwte_.data(), dwpe_.data(), dout_.data(), inp_.data(), B_, T_, C_, V_);
+    dev_.kernels().encoder_backward.at(v).fn(dwte_.data(), dwpe_.data(), dout_.data(), inp_.data(), B_, T_, C_, V_);
   }
   Check validate(size_t v) override {
     dwte_.upload(dwte0_);
@@ -249,7 +249,7 @@ class GeluBackwardProblem final : public Problem {
   void run_at(size_t v, size_t at) {
     const float* dy = at == 0 ? dout_.data() : dout_shifted_.data() + 1;
     const float* x = at == 0 ? inp_.data() : inp_shifted_.data() + 1;
-    dev_.kernels().gelu_backward.at(v).run(dinp_.data() + at, dy, x, n_);
+    dev_.kernels().gelu_backward.at(v).fn(dinp_.data() + at, dy, x, n_);
   }
   Device& dev_;
   size_t n_;
@@ -294,11 +294,11 @@ class DropoutForwardProblem final : public Problem {
   double flops() const override { return 0.0; }
   double bytes(size_t) const override { return 12.0 * static_cast<double>(n_); }  // read inp; write out, mask
   // p = 0.2: the Shakespeare config's dropout.
-  void run(size_t v) override { dev_.kernels().dropout_forward.at(v).run(out_.data(), mask_.data(), inp_.data(), n_, 0.2f, seed_); }
+  void run(size_t v) override { dev_.kernels().dropout_forward.at(v).fn(out_.data(), mask_.data(), inp_.data(), n_, 0.2f, seed_); }
   // Three runs, each compared exactly (0 mismatches): p = 0.2 into a separate output,
   // p = 0 (mask all 1, out == inp), and p = 0.5 in place (out aliasing inp).
   Check validate(size_t v) override {
-    const auto& fn = dev_.kernels().dropout_forward.at(v).run;
+    const auto& fn = dev_.kernels().dropout_forward.at(v).fn;
     std::vector<double> want_mask, want_out;
     Check c;
     for (float p : {0.2f, 0.0f}) {
@@ -355,9 +355,9 @@ class ElementwiseProblem final : public Problem {
   void run(size_t v) override {
     const Kernels& k = dev_.kernels();
     switch (kind_) {
-      case Elementwise::multiply: k.multiply.at(v).run(out_.data(), a_.data(), b_.data(), n_); break;
-      case Elementwise::add: k.add.at(v).run(out_.data(), a_.data(), b_.data(), n_); break;
-      case Elementwise::scale: k.scale.at(v).run(out_.data(), kScale, n_); break;
+      case Elementwise::multiply: k.multiply.at(v).fn(out_.data(), a_.data(), b_.data(), n_); break;
+      case Elementwise::add: k.add.at(v).fn(out_.data(), a_.data(), b_.data(), n_); break;
+      case Elementwise::scale: k.scale.at(v).fn(out_.data(), kScale, n_); break;
     }
   }
   Check validate(size_t v) override {
@@ -371,7 +371,7 @@ class ElementwiseProblem final : public Problem {
     Check c = compare_device("out", out_, want_, kExact);
     if (kind_ == Elementwise::add) {  // out aliasing a: the residual stream added in place
       out_.upload(a0_);
-      dev_.kernels().add.at(v).run(out_.data(), out_.data(), b_.data(), n_);
+      dev_.kernels().add.at(v).fn(out_.data(), out_.data(), b_.data(), n_);
       dev_.synchronize();
       c = harness::merge(c, compare_device("out (in place, out = a)", out_, want_, kExact));
     }
@@ -448,7 +448,7 @@ class CrossEntropyLossProblem final : public Problem {
   // Per row: the target, one probability (a 32-byte sector, really), the loss.
   double bytes(size_t) const override { return 12.0 * static_cast<double>(N_); }
   void run(size_t v) override {
-    dev_.kernels().crossentropy_loss.at(v).run(losses_.data(), probs_.data(), targets_.data(), static_cast<int>(N_),
+    dev_.kernels().crossentropy_loss.at(v).fn(losses_.data(), probs_.data(), targets_.data(), static_cast<int>(N_),
                                                static_cast<int>(V_));
   }
   // logf is within 1 ulp of its result (CUDA's, and the emulator's libm): rtol 1e-6.
@@ -488,7 +488,7 @@ class CrossEntropyBackwardProblem final : public Problem {
   double flops() const override { return 2.0 * static_cast<double>(N_ * V_); }
   double bytes(size_t) const override { return 8.0 * static_cast<double>(N_ * V_) + 4.0 * static_cast<double>(N_); }
   void run(size_t v) override {
-    dev_.kernels().crossentropy_backward.at(v).run(dlogits_.data(), probs_.data(), targets_.data(),
+    dev_.kernels().crossentropy_backward.at(v).fn(dlogits_.data(), probs_.data(), targets_.data(),
                                                    static_cast<int>(N_), static_cast<int>(V_), scale_);
   }
   // Two float roundings (the subtraction, the product): 2 u relative, and every entry is far
@@ -550,7 +550,7 @@ class SumProblem final : public Problem {
   double bytes(size_t) const override { return 4.0 * static_cast<double>(n_); }
   // squares = true: the gradient norm, what the GPT sums most.
   void run(size_t v) override {
-    dev_.kernels().sum.at(v).run(out_.data(), workspace_.data(), x_.data(), n_, true);
+    dev_.kernels().sum.at(v).fn(out_.data(), workspace_.data(), x_.data(), n_, true);
   }
   // Both modes; each against the reference at 1e-12 of the sum of |terms| (a double sum of n
   // terms in any order errs by well under n 2^-53 of that), and run twice: the same bits.
@@ -585,7 +585,7 @@ class SumProblem final : public Problem {
   double run_once(size_t v, bool squares) {
     out_.fill_bytes(0xFF);  // NaN until written
     workspace_.fill_bytes(0xFF);
-    dev_.kernels().sum.at(v).run(out_.data(), workspace_.data(), x_.data(), n_, squares);
+    dev_.kernels().sum.at(v).fn(out_.data(), workspace_.data(), x_.data(), n_, squares);
     dev_.synchronize();
     return out_.to_vector()[0];
   }

@@ -140,7 +140,7 @@ class LayernormForwardProblem final : public Problem {
     return per_element * static_cast<double>(elements()) + 8.0 * C_ + 8.0 * N_;
   }
   void run(size_t v) override {
-    dev_.kernels().layernorm_forward.at(v).run(out_.data(), mean_.data(), rstd_.data(), inp_.data(),
+    dev_.kernels().layernorm_forward.at(v).fn(out_.data(), mean_.data(), rstd_.data(), inp_.data(),
                                                weight_.data(), with_bias_ ? bias_.data() : nullptr, N_, C_);
   }
   Check validate(size_t v) override {
@@ -249,7 +249,7 @@ class LayernormBackwardProblem final : public Problem {
     return per_element * static_cast<double>(elements()) + 4.0 * C_ + 8.0 * N_;
   }
   void run(size_t v) override {
-    dev_.kernels().layernorm_backward.at(v).run(dinp_.data(), dweight_.data(), with_bias_ ? dbias_.data() : nullptr,
+    dev_.kernels().layernorm_backward.at(v).fn(dinp_.data(), dweight_.data(), with_bias_ ? dbias_.data() : nullptr,
                                                 dout_.data(),
                                                 inp_.data(), weight_.data(), mean_.data(), rstd_.data(), N_, C_);
   }
@@ -264,7 +264,7 @@ class LayernormBackwardProblem final : public Problem {
     if (with_bias_) c = harness::merge(c, compare_device("dbias", dbias_, want_dbias_, dbias_tol_));
     // The deterministic version promises the same bits every run: run it again and compare
     // exactly (v1, v2's float atomics may legitimately differ on a GPU).
-    if (dev_.kernels().layernorm_backward.at(v).info.name == "deterministic") {
+    if (std::string(dev_.kernels().layernorm_backward.at(v).name) == "deterministic") {
       const std::vector<float> dinp1 = dinp_.to_vector(), dweight1 = dweight_.to_vector(), dbias1 = dbias_.to_vector();
       dinp_.upload(dinp0_);
       dweight_.upload(dweight0_);
@@ -319,7 +319,7 @@ class ResidualLayernormProblem final : public Problem {
     return per_element * static_cast<double>(elements()) + 8.0 * C_ + 8.0 * N_;
   }
   void run(size_t v) override {
-    dev_.kernels().residual_layernorm.at(v).run(residual_.data(), out_.data(), mean_.data(), rstd_.data(),
+    dev_.kernels().residual_layernorm.at(v).fn(residual_.data(), out_.data(), mean_.data(), rstd_.data(),
                                                 a_.data(), b_.data(), weight_.data(),
                                                 with_bias_ ? bias_.data() : nullptr, N_, C_);
   }

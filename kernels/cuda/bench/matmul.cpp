@@ -15,7 +15,7 @@
 //     form        optional, first: fwd, dinp or dw, a name for which of the GPT's products it
 //                 is (it sets nothing: the flags say it)
 //   which v1 and v9-v11 run; v2-v8 compute the plain product only and are skipped on a form
-//   with a transpose, bias or accumulate (KernelInfo::plain_only).
+//   with a transpose, bias or accumulate (Requirements::plain_only).
 // Each matrix under 2^31 elements. The default GPU sizes: the lesson's squares, then the
 // three products of the GPT's widest linear layer (the MLP's fc, C = 384 -> 4C = 1536) at the
 // nanoGPT Shakespeare config, B*T = 64*256 = 16384 rows:
@@ -176,19 +176,16 @@ std::vector<Variant> matmul_variants(Device& dev) {
   std::vector<Variant> out = variants_of(dev.kernels().matmul);
   std::string why;
   if (!dev.info().emulated && cublas_available(dev, &why)) {
-    out.push_back({{kCublas, "cuBLAS SGEMM",
+    out.push_back({kCublas, "cuBLAS SGEMM",
                     "cublasSgemm in pure fp32 (CUBLAS_DEFAULT_MATH; cublasGemmEx + cublasSger for a bias on the "
                     "other forms): the peer of v1-v7, v9",
-                    50},
-                   true});
-    out.push_back({{kCublasTf32, "cuBLAS SGEMM (TF32)",
+                    true, {50}});
+    out.push_back({kCublasTf32, "cuBLAS SGEMM (TF32)",
                     "cublasSgemm with CUBLAS_TF32_TENSOR_OP_MATH (cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 on "
                     "the other forms): the peer of v8, v10",
-                    80},
-                   true});
-    out.push_back({{kCublasBf16, "cuBLAS GEMM (BF16)", "cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_16BF: v11's peer",
-                    80},
-                   true});
+                    true, {80}});
+    out.push_back({kCublasBf16, "cuBLAS GEMM (BF16)", "cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_16BF: v11's peer",
+                    true, {80}});
   }
   return out;
 }
@@ -197,8 +194,8 @@ std::vector<Variant> matmul_variants(Device& dev) {
 // peers).
 enum class Rounding { fp32, tf32, bf16 };
 Rounding rounding_of(const Variant& v) {
-  if (v.info.name.find("TF32") != std::string::npos) return Rounding::tf32;
-  if (v.info.name.find("BF16") != std::string::npos) return Rounding::bf16;
+  if (v.name.find("TF32") != std::string::npos) return Rounding::tf32;
+  if (v.name.find("BF16") != std::string::npos) return Rounding::bf16;
   return Rounding::fp32;
 }
 
@@ -269,9 +266,9 @@ class MatmulProblem final : public Problem {
 
   void run(size_t v) override { run_at(v, 0); }
 
-  // Lesson 09's rungs v2-v8 compute the plain product only (KernelInfo::plain_only).
+  // Lesson 09's rungs v2-v8 compute the plain product only (Requirements::plain_only).
   std::string unsupported(size_t v) const override {
-    if (variants_.at(v).info.plain_only && !s_.plain()) {
+    if (variants_.at(v).needs.plain_only && !s_.plain()) {
       return "computes the plain product C = A.B only (a lesson-09 rung), not " + matmul_shape(s_);
     }
     return "";
@@ -301,10 +298,10 @@ class MatmulProblem final : public Problem {
     float* C = c_.data() + at;
     const auto& table = dev_.kernels().matmul;
     if (v < table.size()) {
-      table[v].run(C, a_.at(at), b_.at(at), s_.M, s_.N, s_.K, args);
+      table[v].fn(C, a_.at(at), b_.at(at), s_.M, s_.N, s_.K, args);
       return;
     }
-    const std::string& id = variants_.at(v).info.id;
+    const std::string& id = variants_.at(v).id;
     const CublasMath math = id == kCublasTf32   ? CublasMath::tf32
                             : id == kCublasBf16 ? CublasMath::bf16
                                                 : CublasMath::fp32;
@@ -432,7 +429,7 @@ class BiasBackwardProblem final : public Problem {
 
  private:
   void run_at(size_t v, size_t at) {
-    dev_.kernels().bias_backward.at(v).run(dbias_.data() + at, dout_.at(at), N_, OC_);
+    dev_.kernels().bias_backward.at(v).fn(dbias_.data() + at, dout_.at(at), N_, OC_);
   }
   Device& dev_;
   int N_, OC_;

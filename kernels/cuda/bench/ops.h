@@ -25,33 +25,16 @@
 namespace kernels::cuda::bench {
 
 // A version of the op, or a peer it is measured against (cuBLAS), which is validated the
-// same way.
-struct Variant {
-  KernelInfo info;
-  bool peer = false;
-};
+// same way: the one harness's Variant (id, name, summary, peer, needs.min_sm).
+using harness::Variant;
+using harness::variants_of;
 
-// One op at one size on one device.
-class Problem {
- public:
-  virtual ~Problem() = default;
-  virtual std::string shape() const = 0;  // "M=N=K=4096", "rows=4096 cols=50304"
-  // Useful floating-point operations (an FMA counts 2); 0 when the op is not about FLOPs.
-  virtual double flops() const = 0;
-  // Bytes variant v moves to and from device memory at least: what a perfect cache would
-  // leave (an unfused version's extra trips count: that is the point of fusing).
-  virtual double bytes(size_t variant) const = 0;
-  // Launches variant v on the inputs (asynchronous on a GPU; the timed call).
-  virtual void run(size_t variant) = 0;
-  // Fills the outputs with NaN, runs variant v, downloads and compares with the reference.
-  virtual harness::Check validate(size_t variant) = 0;
-  // Device bytes of scratch variant v allocated for itself (attention: the T x T scores).
-  virtual size_t workspace_bytes(size_t /*variant*/) const { return 0; }
-  // Why variant v does not compute this problem at all ("" when it does): matmul's lesson
-  // rungs at a transposed, biased or accumulating form (KernelInfo::plain_only). Such a
-  // variant is skipped with this note, neither validated nor timed.
-  virtual std::string unsupported(size_t /*variant*/) const { return ""; }
-};
+// One op at one size on one device: the one harness's Problem (kernels/harness.h): shape,
+// flops, bytes(v), run(v) (a launch: asynchronous on a GPU; the timed call), validate(v)
+// (fills the outputs with NaN, runs v, downloads and compares with the reference), and the
+// two a GPU op uses: workspace_bytes(v) (device scratch: attention's T x T scores) and
+// unsupported(v) (matmul's lesson rungs at a transposed, biased or accumulating form).
+using harness::Problem;
 
 struct Op {
   std::string name;     // "matmul"
@@ -100,13 +83,6 @@ Op attention_decode_op();
 
 // ---- helpers the op descriptions share (kernels/cuda/bench/registry.cpp) -------------------
 
-// The table's versions of one op as Variants: variants_of(dev.kernels().softmax).
-template <class V>
-std::vector<Variant> variants_of(const std::vector<V>& versions) {
-  std::vector<Variant> out;
-  for (const auto& v : versions) out.push_back({v.info, false});
-  return out;
-}
 
 // Random floats in [lo, hi) (never all zero), uploaded to a new device buffer.
 Array<float> random_buffer(Device& dev, size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <functional>
+
 #include "kernels/clock.h"
 
 namespace kernels::cuda::bench {
@@ -55,13 +57,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 Device& choose_device(const std::string& which) {
@@ -78,49 +73,19 @@ Device& choose_device(const std::string& which) {
 
 // ---- run 1-4 ---------------------------------------------------------------------------------
 
+harness::Clock gpu_clock(Device& dev) {
+  harness::Clock c;
+  c.seconds = [&dev](const std::function<void()>& run) { return dev.time_ms(run) * 1e-3; };
+  c.flush = [&dev] { dev.flush_l2(); };
+  c.wait = [&dev] { dev.synchronize(); };
+  return c;
+}
+
 namespace {
 
-bool named(const std::vector<std::string>& wanted, const Variant& v) {
-  return std::find(wanted.begin(), wanted.end(), v.info.id) != wanted.end() ||
-         std::find(wanted.begin(), wanted.end(), v.info.name) != wanted.end();
-}
-
-// The variants to run, in the op's order; every wanted name must exist.
 std::vector<size_t> choose_variants(const Op& op, const std::vector<Variant>& variants,
                                     const std::vector<std::string>& wanted) {
-  std::vector<size_t> chosen;
-  for (size_t v = 0; v < variants.size(); ++v) {
-    if (wanted.empty() || named(wanted, variants[v])) chosen.push_back(v);
-  }
-  for (const std::string& w : wanted) {
-    const bool exists = std::any_of(variants.begin(), variants.end(),
-                                    [&](const Variant& v) { return v.info.id == w || v.info.name == w; });
-    if (!exists) {
-      std::string ids;
-      for (const Variant& v : variants) ids += (ids.empty() ? "" : ", ") + v.info.id;
-      throw std::invalid_argument("CUDA op " + op.name + " has no variant '" + w + "': it has " + ids);
-    }
-  }
-  return chosen;
-}
-
-// Warm-up, then repeats, each after an L2 flush, each timed by events around the launch.
-harness::Timing time_variant(Device& dev, Problem& problem, size_t v, const TimingOptions& opts) {
-  harness::Timing t;
-  const double warmup_start = now_seconds();
-  for (int w = 0; w < opts.warmup; ++w) problem.run(v);
-  dev.synchronize();
-  // A case slower than the whole budget gets one timed run after its warm-up.
-  const bool slow = now_seconds() - warmup_start > opts.max_seconds;
-  const double budget_start = now_seconds();
-  for (int r = 0; r < std::max(1, opts.repeats); ++r) {
-    if (r > 0 && (slow || now_seconds() - budget_start > opts.max_seconds)) break;
-    if (opts.flush_l2) dev.flush_l2();
-    t.seconds.push_back(dev.time_ms([&] { problem.run(v); }) * 1e-3);
-  }
-  t.median = median_of(t.seconds);
-  t.min = *std::min_element(t.seconds.begin(), t.seconds.end());
-  return t;
+  return harness::choose_variants("CUDA op " + op.name, variants, wanted);
 }
 
 // Whether a row's arithmetic rounds the inputs (TF32 or BF16 tensor cores): its id, name or
@@ -239,11 +204,11 @@ std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, co
         r.op = op.name;
         r.size = size;
         r.shape = size;
-        r.variant = variants[v].info.id;
-        r.name = variants[v].info.name;
-        r.summary = variants[v].info.summary;
+        r.variant = variants[v].id;
+        r.name = variants[v].name;
+        r.summary = variants[v].summary;
         r.peer = variants[v].peer;
-        r.min_sm = variants[v].info.min_sm;
+        r.min_sm = variants[v].needs.min_sm;
         r.skipped = true;
         r.note = std::string("not run: could not set up the problem: ") + e.what();
         all.push_back(r);
@@ -256,63 +221,35 @@ std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, co
     for (size_t v : chosen) least_bytes = std::min(least_bytes, problem->bytes(v));
     log << bytes_str(least_bytes) << " moved at least" << (info.emulated ? "  [EMULATED: CPU times]" : "") << "\n";
 
-    // 1-2. validate every chosen variant before anything is timed.
-    std::vector<Result> rows;
-    for (size_t v : chosen) {
-      Result r;
-      r.op = op.name;
-      r.size = size;
-      r.shape = problem->shape();
-      r.variant = variants[v].info.id;
-      r.name = variants[v].info.name;
-      r.summary = variants[v].info.summary;
-      r.peer = variants[v].peer;
-      r.min_sm = variants[v].info.min_sm;
-      r.flops = problem->flops();
-      r.bytes = problem->bytes(v);
-      r.workspace_bytes = problem->workspace_bytes(v);
+    // 1-2. validate every chosen variant before anything is timed (the one loop,
+    // kernels/harness.h), skipping what this device or this form cannot run.
+    const auto cannot_run = [&](size_t v) -> std::string {
       const std::string unsupported = problem->unsupported(v);
-      if (!unsupported.empty()) {
-        r.skipped = true;
-        r.note = "skipped: " + unsupported;
-      } else if (r.min_sm > info.sm) {
-        r.skipped = true;
-        r.note = "skipped: needs compute capability " + std::to_string(r.min_sm / 10) + "." +
-                 std::to_string(r.min_sm % 10) + ", " + info.name + " is " + std::to_string(info.sm / 10) + "." +
-                 std::to_string(info.sm % 10);
-      } else {
-        harness::Check check;
-        try {
-          check = problem->validate(v);
-        } catch (const Error& e) {
-          check.mismatches = 1;
-          check.report = std::string("  the run failed: ") + e.what() + "\n";
-        }
-        r.valid = check.ok();
-        r.max_abs_err = check.max_abs_err;
-        if (!r.valid) {
-          r.note = "FAILED validation, not timed";
-          log << "  " << r.variant << " " << r.name << " FAILED validation:\n" << check.report;
-        }
+      if (!unsupported.empty()) return "skipped: " + unsupported;
+      const int min_sm = variants[v].needs.min_sm;
+      if (min_sm > info.sm) {
+        return "skipped: needs compute capability " + std::to_string(min_sm / 10) + "." + std::to_string(min_sm % 10) +
+               ", " + info.name + " is " + std::to_string(info.sm / 10) + "." + std::to_string(info.sm % 10);
       }
+      return "";
+    };
+    std::vector<Result> rows;
+    size_t i = 0;
+    for (const harness::Measured& m : harness::validate_variants(op.name, *problem, variants, chosen, cannot_run, log)) {
+      Result r;
+      static_cast<harness::Measured&>(r) = m;
+      r.size = size;
+      r.min_sm = variants[chosen[i]].needs.min_sm;
+      r.workspace_bytes = problem->workspace_bytes(chosen[i]);
       rows.push_back(r);
+      ++i;
     }
     log << "  validated:";
     for (const Result& r : rows) log << " " << r.variant << (r.valid ? " ok " : r.skipped ? " skipped " : " FAILED ");
     log << "\n";
 
     // 3-4. time the valid ones, then the napkin math against the ceilings and the peer.
-    for (size_t i = 0; i < rows.size(); ++i) {
-      Result& r = rows[i];
-      if (!r.valid) continue;
-      try {
-        r.timing = time_variant(dev, *problem, chosen[i], timing);
-        r.timed = true;
-      } catch (const Error& e) {
-        r.note = std::string("failed while timing: ") + e.what();
-        log << "  " << r.variant << " " << r.note << "\n";
-      }
-    }
+    harness::time_valid(rows, *problem, chosen, timing, gpu_clock(dev), log);
     napkin(rows, ceilings);
     print_table(log, rows);
     all.insert(all.end(), rows.begin(), rows.end());
@@ -400,7 +337,7 @@ void write_json(std::ostream& out, const Report& rep) {
       << "},\n";
   out << "  \"timing\": {\"warmup\": " << rep.timing.warmup << ", \"repeats\": " << rep.timing.repeats
       << ", \"max_seconds\": " << json_number(rep.timing.max_seconds)
-      << ", \"flush_l2\": " << json_bool(rep.timing.flush_l2) << "},\n";
+      << ", \"flush_l2\": " << json_bool(rep.timing.flush) << "},\n";
   out << "  \"results\": [";
   for (size_t i = 0; i < rep.results.size(); ++i) {
     const Result& r = rep.results[i];
@@ -437,7 +374,7 @@ void write_markdown(std::ostream& out, const Report& rep) {
       << (rep.ceilings.fma_gflops > 0 ? rate(rep.ceilings.fma_gflops) + " GFLOP/s" : "not measured")
       << ". Every version was validated against a CPU reference before it was timed; times are CUDA "
       << "events around one launch, " << rep.timing.warmup << " warm-up runs, then up to "
-      << rep.timing.repeats << " runs" << (rep.timing.flush_l2 ? ", each after an L2 flush" : "")
+      << rep.timing.repeats << " runs" << (rep.timing.flush ? ", each after an L2 flush" : "")
       << ": median and min. % peak is of the cuBLAS peer's rate where the op has one, else of the FMA "
       << "peak; % copy is of the copy bandwidth; vs peer is the peer's time / this time.\n\n";
   out << "| op | shape | variant | ms (median) | ms (min) | GFLOP/s | % peak | GB/s | % copy | vs peer | workspace |\n";

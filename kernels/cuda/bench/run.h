@@ -4,7 +4,7 @@
 //   1. reference   the op's Problem computes the answer on the CPU, in double;
 //   2. validate    EVERY variant (numbered versions, then peers such as cuBLAS) runs on the
 //                  device and is compared with it; a variant that fails is reported and
-//                  never timed; one that needs a newer GPU (KernelInfo::min_sm) is skipped
+//                  never timed; one that needs a newer GPU (Variant::needs.min_sm) is skipped
 //                  with a note;
 //   3. time        with CUDA events (Device::time_ms): warm-up runs, then repeats, each
 //                  after Device::flush_l2() so every run starts from DRAM; median and min;
@@ -47,40 +47,33 @@ using kernels::cuda::measure_ceilings;
 
 // ---- run 1-4 ---------------------------------------------------------------------------
 
-struct TimingOptions {
-  int warmup = 2;            // untimed runs first (clocks ramp up, lazy module loading)
-  int repeats = 10;          // timed runs; median and min reported
-  double max_seconds = 2.0;  // stop repeating once a case has used this long (>= 1 run)
-  bool flush_l2 = true;      // Device::flush_l2() before each timed run
-};
+// The one harness's TimingOptions (kernels/harness.h); a GPU's values differ from the CPU's
+// defaults: 2 warm-up runs (clocks ramp up, lazy module loading), 10 timed runs, 2 s a case,
+// Device::flush_l2() before each timed run.
+using harness::TimingOptions;
+inline TimingOptions gpu_timing() { return {2, 10, 2.0, true}; }
+
+// The GPU's Clock for the one time_runs: CUDA events around the launch (Device::time_ms),
+// Device::flush_l2() between runs, Device::synchronize() after the warm-up.
+harness::Clock gpu_clock(Device& dev);
 
 struct RunOptions {
   std::vector<std::string> sizes;     // empty: the op's sizes on a GPU, its test_sizes emulated
   std::vector<std::string> variants;  // ids or names; empty: all
   bool quick = false;                 // the op's test_sizes, 1 timed run, no warm-up
-  TimingOptions timing;
+  TimingOptions timing = gpu_timing();
   uint64_t seed = 1;
 };
 
-// One variant at one size.
-struct Result {
-  std::string op, size, shape;         // "matmul", "4096", "M=N=K=4096"
-  std::string variant, name, summary;  // "v3", "shared-memory tiles", its one line
-  bool peer = false;
-  int min_sm = 0;
-  bool valid = false;  // passed validation
-  bool timed = false;  // valid and timed
-  bool skipped = false;  // not run at all (needs a newer GPU, not chosen, ...)
-  std::string note;    // why it was not timed, or what validation said
-  double max_abs_err = 0.0;
-  harness::Timing timing;  // seconds: every timed run, median, min
-  double flops = 0.0, bytes = 0.0;
-  double gflops = 0.0, gbs = 0.0;  // achieved (median)
-  double frac_bw = 0.0;            // gbs / the measured copy bandwidth
+// One variant at one size: the one loop's Measured (kernels/harness.h: op, shape "M=N=K=4096",
+// variant "v3", name, summary, peer, valid, timed, skipped (needs a newer GPU, ...), note,
+// max_abs_err, timing in seconds, flops, bytes, gflops, gbs; frac_bw of the measured copy
+// bandwidth; frac_peak = gflops / ceiling_gflops; vs_peer), plus what a GPU row adds.
+struct Result : harness::Measured {
+  std::string size;                // "4096": as asked for
+  int min_sm = 0;                  // the variant's needs.min_sm
   double ceiling_gflops = 0.0;     // the FLOP ceiling this row is measured against...
   std::string ceiling;             // ... and what it is ("cublas", "fma peak"); "" none
-  double frac_peak = 0.0;          // gflops / ceiling_gflops
-  double vs_peer = 0.0;            // the peer's time / this time (1.0 = as fast); 0 = none
   std::string peer_variant;        // which peer vs_peer compares with
   size_t workspace_bytes = 0;      // device scratch of this variant (attention's T x T)
   bool failed() const { return !skipped && !valid; }

@@ -55,7 +55,7 @@ class SoftmaxProblem final : public Problem {
   // (Whether L2 serves the re-reads of a 197 KB row is for the measurement to show.) Told
   // apart by the version's name, not its place in the table.
   double bytes(size_t v) const override {
-    const bool three_pass = dev_.kernels().softmax.at(v).info.name == "three-pass";
+    const bool three_pass = std::string(dev_.kernels().softmax.at(v).name) == "three-pass";
     return (three_pass ? 16.0 : 12.0) * static_cast<double>(n_);
   }
   void run(size_t v) override { run_at(v, 0); }
@@ -75,7 +75,7 @@ class SoftmaxProblem final : public Problem {
   // at = 0: the aligned buffers; at = 1: input and output one float into theirs.
   void run_at(size_t v, size_t at) {
     const float* in = at == 0 ? in_.data() : in_shifted_.data() + 1;
-    dev_.kernels().softmax.at(v).run(out_.data() + at, in, static_cast<int>(rows_), static_cast<int>(cols_));
+    dev_.kernels().softmax.at(v).fn(out_.data() + at, in, static_cast<int>(rows_), static_cast<int>(cols_));
   }
 
   Device& dev_;
