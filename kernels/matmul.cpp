@@ -170,9 +170,14 @@ constexpr int kNR = 2 * V::lanes;
 // Block sizes: Bp micro-panel KC x NR x 4 B = 16 KB (half of a 32 KB L1d, the other half
 // streams Ap); Ap block MC x KC x 4 B = 120 KB (in L2); Bp block KC x NC x 4 B = 2 MB
 // (in L3). MC is a multiple of MR and NC of NR.
-#ifndef NNLAB_GEMM_KC  // overridable for tuning experiments: -DNNLAB_GEMM_KC=384
+// Each is overridable on its own for tuning experiments (-DNNLAB_GEMM_KC=384).
+#ifndef NNLAB_GEMM_KC
 #define NNLAB_GEMM_KC 256
+#endif
+#ifndef NNLAB_GEMM_MC
 #define NNLAB_GEMM_MC 120
+#endif
+#ifndef NNLAB_GEMM_NC
 #define NNLAB_GEMM_NC 2048
 #endif
 constexpr int kKC = NNLAB_GEMM_KC;
