@@ -61,10 +61,24 @@ int run_info() {
   std::cout << "  gzip IDX files  " << (nn::idx_gzip_supported() ? "yes (zlib)" : "no (gunzip them first)")
             << "\n";
 #ifdef NNLAB_HAVE_CUDA
-  std::cout << "  CUDA            built; " << cuda_device_summary() << "\n";
+  const CudaDevices gpus = cuda_devices();
+  std::cout << "  CUDA            built; " << gpus.summary << "\n";
+  const bool have_gpu = gpus.count > 0;
 #else
   std::cout << "  CUDA            not built (no nvcc found, or -DNNLAB_CUDA=OFF)\n";
+  const bool have_gpu = false;
 #endif
+  // Without a GPU the CUDA half of the course still runs: every kernel is also compiled
+  // for the emulator (kernels/cuda/emu), which is always built. Say so, with the commands.
+  std::cout << "  CUDA emulator   always built: the same .cu kernels, run on the CPU, one thread\n"
+            << "                  after another, catching races and out-of-bounds accesses\n"
+            << "                  (lesson 09, section 9). Times on it say nothing about a GPU.\n";
+  if (!have_gpu) {
+    std::cout << "                  No GPU here, so the CUDA commands use it: try\n"
+                 "                    nnlab lesson09 --part info\n"
+                 "                    nnlab cuda bench matmul --device emu --quick\n"
+                 "                    nnlab check --only 16_tiled_matmul\n";
+  }
   return 0;
 }
 

@@ -358,6 +358,7 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
   }
 
   std::vector<Result> all;
+  warn_if_busy(log);
   for (const std::string& size : sizes) {
     std::unique_ptr<Problem> problem = op.make(size, opts.seed);
     log << "\n== " << op.name << " " << problem->shape() << ": ";
@@ -416,6 +417,7 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
     }
     problem->set_threads(max_threads);
   }
+  warn_if_busy(log, "after timing");
   return all;
 }
 

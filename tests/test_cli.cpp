@@ -133,6 +133,12 @@ TEST_CASE("nnlab info describes the build", "[cli]") {
   REQUIRE(r.status == 0);
   REQUIRE_THAT(r.output, Catch::Contains("OpenMP threads"));
   REQUIRE_THAT(r.output, Catch::Contains("CUDA"));
+  // Without a GPU (no CUDA build, or a build on a machine without one) it says the CUDA
+  // kernels still run on the emulator and how, instead of only the runtime's error.
+  REQUIRE_THAT(r.output, Catch::Contains("CUDA emulator   always built"));
+  const bool no_gpu = r.output.find("CUDA            not built") != std::string::npos ||
+                      r.output.find("no GPU usable here") != std::string::npos;
+  if (no_gpu) REQUIRE_THAT(r.output, Catch::Contains("nnlab cuda bench matmul --device emu --quick"));
   // The compiler, what the configure-time canary found, the workaround, and the SIMD level
   // (cmake/NnlabCompilerCanary.cmake, app/info.cpp).
   for (const char* line : {"compiler ", "CPU flags ", "compiler check ", "workaround ", "SIMD level ", "this CPU has "})

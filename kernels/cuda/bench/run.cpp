@@ -179,6 +179,8 @@ std::vector<Result> run_op(Device& dev, const Op& op, const RunOptions& opts, co
   }
   const std::vector<size_t> chosen = choose_variants(op, variants, opts.variants);
   const std::vector<std::string> sizes = sizes_for(dev, op, opts);
+  // The emulator's times are CPU times; a GPU's include the host's launches: both suffer.
+  warn_if_busy(log);
   if (sizes.empty()) {
     log << "\n== " << op.name << ": no sizes to run (the op lists none): skipped\n";
     return {};
