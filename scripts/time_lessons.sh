@@ -6,6 +6,11 @@
 #   bash scripts/time_lessons.sh                 # all of them (about 20 minutes on 2 cores)
 #   BUILD=build/cpu-only bash scripts/time_lessons.sh
 #   ONLY=lesson04 bash scripts/time_lessons.sh   # the commands whose text contains ONLY
+#   BUILD_TIMES=0 bash scripts/time_lessons.sh   # skip timing the fresh builds
+#
+# First it times what a student waits for before the first lesson: a fresh `cpu-only` build
+# (configure, then only lesson01's program, then `nnlab` with every lesson), in a scratch
+# build folder with ccache off (a warm cache would hide the real wait).
 #
 # Outputs of the lessons go to out/course-timings/. A command that fails is recorded with
 # its exit status (and the script exits non-zero at the end): a timing of a failed run is
@@ -59,19 +64,38 @@ commands=(
 rows=""
 failed=0
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for cmd in "${commands[@]}"; do
-  [[ -n "${ONLY:-}" && "$cmd" != *"$ONLY"* ]] && continue
-  echo "+ nnlab $cmd"
-  log="$out/$(echo "$cmd" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-60).log"
+
+timed() {  # timed <label> <command...>: run it, add a row, remember a failure
+  local label=$1 log start end rc secs
+  shift
+  log="$out/$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-60).log"
+  echo "+ $label"
   start=$(date +%s.%N)
-  # shellcheck disable=SC2086  # the command is a list of words on purpose
-  $nnlab $cmd >"$log" 2>&1
+  "$@" >"$log" 2>&1
   rc=$?
   end=$(date +%s.%N)
   secs=$(python3 -c "print(f'{$end - $start:.1f}')")
   echo "  $secs s (exit $rc)"
-  [[ $rc -ne 0 ]] && failed=1 && tail -5 "$log" >&2
-  rows+="| \`nnlab ${cmd//$out/OUT}\` | $secs | $rc |"$'\n'
+  if [[ $rc -ne 0 ]]; then failed=1; tail -5 "$log" >&2; fi
+  rows+="| $label | $secs | $rc |"$'\n'
+}
+
+if [[ "${BUILD_TIMES:-1}" != 0 && -z "${ONLY:-}" ]]; then
+  scratch=$out/fresh-build
+  # The cpu-only preset's settings, in a scratch folder, without ccache.
+  timed "fresh \`cmake --preset cpu-only\` (configure)" env CCACHE_DISABLE=1 \
+    cmake -S . -B "$scratch" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNNLAB_CUDA=OFF \
+    -DCMAKE_CXX_COMPILER_LAUNCHER= -DCMAKE_CUDA_COMPILER_LAUNCHER=
+  timed "then \`cmake --build --preset cpu-only --target lesson01\`" env CCACHE_DISABLE=1 \
+    cmake --build "$scratch" --target lesson01
+  timed "then \`cmake --build --preset cpu-only --target nnlab\` (every lesson)" env CCACHE_DISABLE=1 \
+    cmake --build "$scratch" --target nnlab
+  rm -rf "$scratch"
+fi
+for cmd in "${commands[@]}"; do
+  [[ -n "${ONLY:-}" && "$cmd" != *"$ONLY"* ]] && continue
+  # shellcheck disable=SC2086  # the command is a list of words on purpose
+  timed "\`nnlab ${cmd//$out/OUT}\`" $nnlab $cmd
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -81,8 +105,9 @@ cat > docs/benchmarks/course-timings.md <<MD
 # How long the course's live commands take
 
 Produced by \`bash scripts/time_lessons.sh\` on $(date -u +%Y-%m-%d) (build: \`$build\`).
-Each command of [docs/COURSE.md](../COURSE.md) ran once, one after the other; the wall time
-includes loading data. \`OUT\` is the script's output folder.
+The fresh build first (configure and build in a scratch folder, ccache off), then each
+command of [docs/COURSE.md](../COURSE.md) once, one after the other; the wall time includes
+loading data. \`OUT\` is the script's output folder.
 
 - machine: ${cpu:-unknown CPU}, $(nproc) cores, $(free -g 2>/dev/null | awk '/^Mem:/{print $2 " GiB"}')
 - load average (1, 5, 15 min) before: ${load_before}; after: ${load_after}
