@@ -13,6 +13,11 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 src = os.environ.get("NNLAB_SOURCE_DIR", os.path.abspath(".."))
+# Opened in Jupyter from notebooks/, everything this notebook writes (runs, CSV files) goes
+# to notebooks/out/, which git ignores; run_notebook.py runs it in a scratch folder instead.
+if os.path.exists("run_notebook.py"):
+    os.makedirs("out", exist_ok=True)
+    os.chdir("out")
 bin_dir = os.environ.get("NNLAB_BIN_DIR", os.path.join(src, "build", "release", "bin"))
 nnlab = os.path.join(bin_dir, "nnlab")
 quick = os.environ.get("NNLAB_QUICK") == "1"

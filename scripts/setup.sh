@@ -15,7 +15,9 @@ check_only=0
 # Build: compiler, CMake, Ninja, OpenMP (libgomp comes with g++), Catch2 v2, CLI11, zlib;
 # OpenBLAS (found with pkg-config): only the kernels bench, as the peer it compares with.
 # Data: Fashion-MNIST (IDX files under /usr/share/datasets/fashion-mnist).
-# Notebooks: Debian's Python 3 with nbclient, ipykernel, numpy, matplotlib.
+# Notebooks: Debian's Python 3 with nbclient, ipykernel, numpy, matplotlib; Jupyter Notebook
+# (Debian's jupyter-notebook, `jupyter notebook notebooks/`) to open them, and nbconvert for
+# the executed HTML copies of notebooks/run_notebook.py --html.
 # The GPT's PyTorch reference (scripts/gpt_torch.py, lessons 07-08): python3-torch, for
 # /usr/bin/python3. Debian builds it with BLAS_INFO=generic: its matmuls call
 # libblas.so.3, which the alternatives system points at OpenBLAS (priority 100) only when
@@ -29,6 +31,7 @@ DEBIAN_PACKAGES=(
   catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev libopenblas0
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
+  jupyter-notebook python3-nbconvert
   python3-torch
   clang libclang-rt-14-dev
 )
@@ -112,8 +115,8 @@ MSG
   *)
     cat <<'MSG'
 setup: not a Debian system. Install with your package manager:
-  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel openblas-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel python3-torch
-  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib openblas python-numpy python-matplotlib python-nbclient python-ipykernel python-pytorch
+  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel openblas-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel python3-notebook python3-nbconvert python3-torch
+  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib openblas python-numpy python-matplotlib python-nbclient python-ipykernel jupyter-notebook jupyter-nbconvert python-pytorch
 Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
 MSG
     ;;
