@@ -17,7 +17,8 @@ check_only=0
 # Data: Fashion-MNIST (IDX files under /usr/share/datasets/fashion-mnist).
 # Notebooks: Debian's Python 3 with nbclient, ipykernel, numpy, matplotlib; Jupyter Notebook
 # (Debian's jupyter-notebook, `jupyter notebook notebooks/`) to open them, and nbconvert for
-# the executed HTML copies of notebooks/run_notebook.py --html.
+# the executed HTML copies of notebooks/run_notebook.py --html. The printable handout
+# (scripts/make_handout.py): Python-Markdown.
 # The GPT's PyTorch reference (scripts/gpt_torch.py, lessons 07-08): python3-torch, for
 # /usr/bin/python3. Debian builds it with BLAS_INFO=generic: its matmuls call
 # libblas.so.3, which the alternatives system points at OpenBLAS (priority 100) only when
@@ -31,7 +32,7 @@ DEBIAN_PACKAGES=(
   catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev libopenblas0
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
-  jupyter-notebook python3-nbconvert
+  jupyter-notebook python3-nbconvert python3-markdown
   python3-torch
   clang libclang-rt-14-dev
 )
