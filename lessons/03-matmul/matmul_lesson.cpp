@@ -105,6 +105,7 @@ int run_ceilings_part(const Options& o) {
   std::cout << "\n== Part 1: the machine's two ceilings, measured ==\n"
             << "Peak FLOP/s: an FMA loop with 12 independent accumulators (kernels/ceilings.cpp).\n"
             << "Bandwidth: a[i] = b[i] + s * c[i] over arrays far larger than the caches.\n";
+  kernels::warn_if_busy(std::cout);
   const kernels::Ceilings c = measure(o);
   const int lanes = kernels::simd::Native::lanes;
   // peak = cores x clock x lanes x 2 FLOP per FMA x FMA units; with 2 units (x86 since
@@ -132,6 +133,7 @@ int run_stride_part(const Options& o) {
             << "Sum every s-th float of " << n * 4 / (1 << 20) << " MiB. Until s = 16 every line is "
             << "loaded anyway,\nso a pass costs about the same although it uses 1/s of the data.\n";
   std::vector<float> data(n, 1.0f);
+  kernels::warn_if_busy(std::cout);
   std::cout << "  stride s   floats used   pass (ms)   ns per float used\n";
   double first = 0.0;
   for (size_t s : {1, 2, 4, 8, 16, 32, 64}) {

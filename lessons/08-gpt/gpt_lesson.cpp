@@ -17,6 +17,7 @@
 #include "nn/check.h"
 #include "io/shape.h"
 #include "io/text.h"
+#include "kernels/clock.h"
 
 namespace lesson08 {
 
@@ -339,6 +340,7 @@ int run_flops_part(const Options& opts) {
   const gpt::TrainOptions& o = opts.train;
   const int threads = gpt::use_threads(o.threads);
   os << "== Part 3: FLOPs per token, the peak, and MFU ==\n";
+  kernels::warn_if_busy(os);
   const nn::TextCorpus corpus = nn::load_corpus(o.data, o.val_fraction);
   const gpt::GPTConfig cfg = gpt::config_from(o, corpus.vocab.size());
   const int B = o.batch_size, T = cfg.block_size;

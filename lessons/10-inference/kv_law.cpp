@@ -267,6 +267,7 @@ std::vector<std::string> law_conclusions(const std::vector<LawPoint>& points, co
 // ---- part kv ---------------------------------------------------------------------------------------
 
 int run_kv_part(const Options& opts) {
+  kernels::warn_if_busy(std::cout);
   const int threads = gpt::use_threads(opts.threads);
   auto be = gpt::make_backend(opts.backend, "fp32");
   const gpt::TrainOptions target = model_options(opts, "target");
@@ -365,6 +366,7 @@ int run_kv_part(const Options& opts) {
 // ---- part law ------------------------------------------------------------------------------------
 
 int run_law_part(const Options& opts) {
+  kernels::warn_if_busy(std::cout);
   const int threads = gpt::use_threads(opts.threads);
   auto be = gpt::make_backend(opts.backend, "fp32");
   const double measure_s = opts.quick ? 0.05 : 0.4;

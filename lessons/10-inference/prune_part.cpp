@@ -17,6 +17,7 @@
 #include "kernels/harness.h"
 #include "lessons/10-inference/inference_lesson.h"
 #include "nn/check.h"
+#include "kernels/clock.h"
 
 namespace lesson10 {
 
@@ -74,6 +75,7 @@ int run_prune_part(const Options& opts) {
   // evaluation and the fine-tune run on the host (the fine-tune re-applies the mask there)
   std::unique_ptr<gpt::Backend> host = gpt::make_backend(opts.backend == "cuda" ? "cpu" : opts.backend, "fp32");
   std::cout << "== part prune: weights set to zero, a short fine-tune, and what it buys ==\n";
+  kernels::warn_if_busy(std::cout);
 
   gpt::LoadedCheckpoint ck = load_or_train(opts, "target");
   const Splits splits = corpus_splits(opts, ck.vocab);

@@ -26,6 +26,7 @@
 #include "kernels/harness.h"
 #include "lessons/10-inference/inference_lesson.h"
 #include "nn/check.h"
+#include "kernels/clock.h"
 
 namespace lesson10 {
 
@@ -55,6 +56,7 @@ double decode_tokens_per_s(gpt::Decoder& dec, int tokens, uint64_t seed) {
 }  // namespace
 
 int run_quant_part(const Options& opts) {
+  kernels::warn_if_busy(std::cout);
   const int threads = gpt::use_threads(opts.threads);
   auto be = gpt::make_backend(opts.backend, "fp32");
   gpt::LoadedCheckpoint ck = load_or_train(opts, "target");

@@ -17,6 +17,7 @@
 #include "kernels/harness.h"
 #include "lessons/10-inference/inference_lesson.h"
 #include "nn/check.h"
+#include "kernels/clock.h"
 
 namespace lesson10 {
 
@@ -91,6 +92,7 @@ int run_speculative_part(const Options& opts) {
   std::unique_ptr<gpt::Backend> be = gpt::make_backend(opts.backend, "fp32");
   const float temperature = 1.0f;
   std::cout << "== part speculative: a draft proposes k tokens, the target checks them in one step ==\n";
+  kernels::warn_if_busy(std::cout);
 
   Loaded target = load(opts, "target", *be);
   std::vector<Loaded> drafts;
