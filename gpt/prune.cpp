@@ -179,8 +179,9 @@ std::vector<float> finetune_pruned(GPT& model, Backend& be, const PruneMask& mas
       NN_CHECK(false, "the fine-tune stopped at step " << step + 1 << ": " << e.what() << ": lower the learning rate");
     }
     losses.push_back(static_cast<float>(r.loss));
-    // AdamW's moments (from before pruning) and weight decay can still move a pruned
-    // weight: put the zeros back
+    // AdamW's moments, saved from before pruning, still move a pruned weight even with
+    // a zero gradient (m decays by beta1 per step; it does not vanish). Decoupled weight
+    // decay alone would keep a zero at zero. Put the zeros back.
     apply_mask(model, mask);
   }
   return losses;
