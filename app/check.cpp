@@ -564,8 +564,9 @@ size_t walk(const std::vector<Exercise>& selected, size_t from, const CheckOptio
     if (first_failed == total) first_failed = i;
     if (!all) {  // rustlings: stop at the first one that needs work
       print_failure(ex, v, opts.solutions);
-      std::cout << "\nProgress: " << passed << "/" << total << " done. Fix this one, then run "
-                << "`nnlab check` again.\n";
+      std::cout << "\nProgress: " << passed << "/" << total << " done. Fix this one, then "
+                << (opts.watch ? "save it: it is checked again at once.\n"
+                               : "run `nnlab check` again.\n");
       *passed_before = passed;
       return first_failed;
     }
