@@ -90,7 +90,7 @@ const Command kCommands[] = {
      with_options(lesson10::add_options, lesson10::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},
-    {"check", "Check your exercises (exercises/), first failure first", with_options(app::add_check_options, app::run_check)},
+    {"check", "Check your exercises (exercises/), first failure first; hints, --watch, reports", with_options(app::add_check_options, app::run_check)},
     {"bench", "Benchmark kernels: validate every version, then time it, against measured ceilings",
      with_options(app::add_bench_options, app::run_bench)},
     {"cuda", "The CUDA kernels (lesson 09): which device, benchmark every version, check the goals",

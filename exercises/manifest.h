@@ -4,7 +4,10 @@
 //   [01_neuron_forward]
 //   lesson = 01
 //   file = exercises/01_neuron_forward/neuron_forward.cpp
-//   hint = first line of the hint
+//   hint1 = the concept (level 1: what is computed and why; never the code)
+//   hint2 = the approach (level 2: the steps, the loops, the traps; still no code)
+//   hint3 = the code (level 3: the lines themselves, for a student who is truly stuck)
+//   points = 2        (optional, default 1: its weight in the score of a --json/--junit report)
 //     an indented line continues the previous value
 // `nnlab check` (app/check.cpp) and the tests (tests/test_check_cli.cpp) read it through
 // this header; exercises/CMakeLists.txt parses the same file with CMake regexes.
@@ -25,7 +28,10 @@ struct Exercise {
   std::string name;    // "01_neuron_forward": its folder under exercises/, its targets' suffix
   std::string lesson;  // "01": the lesson whose README explains it
   std::string file;    // the stub the student edits, relative to the repository root
-  std::string hint;    // shown when its tests fail
+  // The tiered hints, hints[0] = level 1 (the concept), [1] = level 2 (the approach),
+  // [2] = level 3 (the code). A failing check shows level 1; `nnlab check --hint N` more.
+  std::string hints[3];
+  int points = 1;      // its weight in a report's score (`points = N`, optional)
   int line = 0;        // where its block starts in manifest.txt
 
   // Everything else follows from the name (exercises/CMakeLists.txt uses the same rules).
@@ -110,14 +116,27 @@ inline std::vector<Exercise> parse_manifest(std::istream& in, const std::string&
     const std::string key = detail::trim(line.substr(0, eq));
     const std::string value = detail::trim(line.substr(eq + 1));
     Exercise& ex = list.back();
+    if (key == "points") {  // a number, not text: no continuation lines
+      const bool digits = !value.empty() && value.size() <= 3 &&
+                          value.find_first_not_of("0123456789") == std::string::npos;
+      NN_CHECK(digits && std::stoi(value) > 0,
+               at << "points must be a whole number from 1 to 999, got '" << value << "'");
+      ex.points = std::stoi(value);
+      last_value = nullptr;
+      continue;
+    }
     if (key == "lesson") {
       last_value = &ex.lesson;
     } else if (key == "file") {
       last_value = &ex.file;
+    } else if (key == "hint1" || key == "hint2" || key == "hint3") {
+      last_value = &ex.hints[key[4] - '1'];
     } else if (key == "hint") {
-      last_value = &ex.hint;
+      NN_CHECK(false, at << "'hint' is now three levels: hint1 (the concept), hint2 (the "
+                            "approach) and hint3 (the code)");
     } else {
-      NN_CHECK(false, at << "unknown key '" << key << "' (known: lesson, file, hint)");
+      NN_CHECK(false,
+               at << "unknown key '" << key << "' (known: lesson, file, hint1, hint2, hint3, points)");
     }
     NN_CHECK(last_value->empty(), at << "'" << key << "' is given twice for " << ex.name);
     *last_value = value;
@@ -128,7 +147,11 @@ inline std::vector<Exercise> parse_manifest(std::istream& in, const std::string&
     const std::string at = where + ":" + std::to_string(ex.line) + ": [" + ex.name + "] ";
     NN_CHECK(!ex.lesson.empty(), at << "has no 'lesson = NN'");
     NN_CHECK(!ex.file.empty(), at << "has no 'file = exercises/" << ex.name << "/<file>.cpp'");
-    NN_CHECK(!ex.hint.empty(), at << "has no 'hint = ...': a student stuck here needs one");
+    for (int level = 1; level <= 3; ++level) {
+      NN_CHECK(!ex.hints[level - 1].empty(),
+               at << "has no 'hint" << level << " = ...': a student stuck here needs all three "
+                     "levels (1 the concept, 2 the approach, 3 the code)");
+    }
   }
   return list;
 }

@@ -95,6 +95,38 @@ inline Comparison compare(const std::string& name, std::span<const float> got,
   return c;
 }
 
+// A likely cause of wrong elements: its message, and whether it explains element i.
+struct Cause {
+  std::string message;
+  std::function<bool(size_t)> explains;
+};
+
+// The message of the first cause that explains EVERY wrong element (|got - want| beyond the
+// tolerance), "" when all are right or no cause explains them all. A test states a cause
+// only when the numbers show it, never as a catch-all for any failure.
+inline std::string diagnose(std::span<const float> got, std::span<const double> want, double atol,
+                            double rtol, const std::vector<Cause>& causes) {
+  std::vector<size_t> wrong;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!close(static_cast<double>(got[i]), want[i], atol, rtol)) wrong.push_back(i);
+  }
+  if (wrong.empty()) return "";
+  for (const Cause& cause : causes) {
+    bool all = true;
+    for (const size_t i : wrong) all = all && cause.explains(i);
+    if (all) return "Likely cause: " + cause.message;
+  }
+  return "";
+}
+
+// True when some of the first n elements are NaN or infinite.
+inline bool any_not_finite(std::span<const float> v) {
+  for (const float x : v) {
+    if (!std::isfinite(x)) return true;
+  }
+  return false;
+}
+
 inline std::vector<double> to_double(std::span<const float> v) {
   return std::vector<double>(v.begin(), v.end());
 }

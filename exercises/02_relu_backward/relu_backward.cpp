@@ -17,7 +17,8 @@
 namespace ex {
 
 void relu_backward(float* dinp, const float* dout, const float* inp, int64_t N) {
-  // TODO: for each i in [0, N): dinp[i] = inp[i] > 0 ? dout[i] : 0.
+  // TODO: for every element, the chain rule above: the upstream gradient times relu's slope
+  //       at the forward's input (which input decides, and what happens exactly at 0?).
   (void)dinp;
   (void)dout;
   (void)inp;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,32 @@ std::string describe(const std::vector<float>& inp, const std::vector<float>& do
   return os.str();
 }
 
+// The bugs the numbers can show, for ex_test::diagnose: dinp started as `fill`.
+std::vector<ex_test::Cause> likely_causes(std::span<const float> got, std::span<const double> want,
+                                          const std::vector<float>& inp,
+                                          const std::vector<float>& dout, float fill) {
+  std::vector<ex_test::Cause> causes;
+  if (std::isnan(fill)) {
+    causes.push_back({"the wrong elements are NaN, the value dinp started with: they were never "
+                      "written, or added into (+=) instead of assigned (=).",
+                      [=](size_t i) { return std::isnan(got[i]); }});
+  } else {
+    causes.push_back({"dinp was accumulated into (+=): every wrong element is the right value + " +
+                          std::to_string(fill).substr(0, 3) +
+                          ", the value dinp held before. Assign it (=).",
+                      [=](size_t i) { return got[i] == static_cast<float>(want[i] + fill); }});
+    causes.push_back({"the wrong elements were never written: they still hold the value dinp "
+                      "started with.",
+                      [=](size_t i) { return got[i] == fill; }});
+  }
+  causes.push_back({"the gradient passes where inp[i] == 0: relu's slope at 0 is taken as 0 here, "
+                    "so the test must be inp[i] > 0 (strict), not inp[i] >= 0.",
+                    [=, &inp, &dout](size_t i) { return inp[i] == 0.0f && got[i] == dout[i]; }});
+  causes.push_back({"the gradient is gated by dout[i] instead of by the forward's input inp[i].",
+                    [=, &dout](size_t i) { return got[i] == (dout[i] > 0.0f ? dout[i] : 0.0f); }});
+  return causes;
+}
+
 }  // namespace
 
 TEST_CASE("relu_backward: a worked example", "[02_relu_backward]") {
@@ -31,9 +58,11 @@ TEST_CASE("relu_backward: a worked example", "[02_relu_backward]") {
   std::vector<float> dinp = ex_test::output_buffer(4);
   ex::relu_backward(dinp.data(), dout.data(), inp.data(), 4);
   INFO("inp = {-2, 3, 0.5, -0.1}, dout = {10, 20, 30, 40}: expected dinp = {0, 20, 30, 0}");
-  const ex_test::Comparison c = ex_test::compare("dinp", {dinp.data(), 4}, want, 0.0, 0.0,
+  const std::span<const float> got{dinp.data(), 4};
+  const ex_test::Comparison c = ex_test::compare("dinp", got, want, 0.0, 0.0,
                                                  [&](size_t i) { return describe(inp, dout, i); });
-  INFO(c.report);
+  INFO(c.report << ex_test::diagnose(got, want, 0.0, 0.0,
+                                     likely_causes(got, want, inp, dout, ex_test::kNaN)));
   CHECK(c.mismatches == 0);
 }
 
@@ -66,11 +95,15 @@ TEST_CASE("relu_backward: random inputs, N = 1003, equal to nn::relu_backward",
   std::vector<float> dinp = ex_test::output_buffer(N, 7.0f);
   ex::relu_backward(dinp.data(), dout.data(), inp.data(), N);
 
-  INFO("dinp started filled with 7.0: it must be assigned (=), not accumulated (+=)");
-  const ex_test::Comparison c =
-      ex_test::compare("dinp", {dinp.data(), static_cast<size_t>(N)}, ex_test::to_double(reference),
-                       0.0, 0.0, [&](size_t i) { return describe(inp, dout, i); });
-  INFO(c.report);
+  INFO("dinp started filled with 7.0 (it must be assigned, every element)");
+  const std::vector<double> want = ex_test::to_double(reference);
+  const std::span<const float> got{dinp.data(), static_cast<size_t>(N)};
+  const ex_test::Comparison c = ex_test::compare("dinp", got, want, 0.0, 0.0,
+                                                 [&](size_t i) { return describe(inp, dout, i); });
+  // Name the bug the numbers show (a cause must explain every wrong element).
+  const std::string cause =
+      ex_test::diagnose(got, want, 0.0, 0.0, likely_causes(got, want, inp, dout, 7.0f));
+  INFO(c.report << cause);
   CHECK(c.mismatches == 0);
   const std::string overrun = ex_test::guard_damage(dinp, N, "dinp");
   INFO(overrun);

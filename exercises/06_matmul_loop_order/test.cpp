@@ -4,6 +4,7 @@
 // a test: these tests only check that the answer is right.)
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <sstream>
 #include <string>
@@ -57,6 +58,16 @@ std::string check_random(int M, int K, int N, uint64_t seed, float fill) {
   if (c.mismatches > 0) {
     os << "M = " << M << ", K = " << K << ", N = " << N << ", C started as " << fill << ":\n"
        << c.report;
+  }
+  if (c.mismatches > 0 && std::isfinite(fill)) {  // name the bug only when the numbers show it
+    const double start = fill;
+    os << ex_test::diagnose(
+        {C.data(), nc}, want, 1e-4, 1e-4,
+        {{"each wrong element is the right value + " + std::to_string(fill).substr(0, 4) +
+              ", the value C held before: set each row of C to 0 before adding into it\n",
+          [&](size_t e) { return ex_test::close(C[e], want[e] + start, 1e-4, 1e-4); }},
+         {"the wrong elements were never written: they still hold the value C started with\n",
+          [&](size_t e) { return C[e] == fill; }}});
   }
   os << ex_test::guard_damage(C, nc, "C");
   return os.str();
@@ -117,7 +128,7 @@ TEST_CASE("matmul_ikj: C is overwritten, not accumulated into", "[06_matmul_loop
   // A C left over from earlier work (7.0 everywhere) must not leak into the result.
   SECTION("C starts at 7") {
     const std::string problem = check_random(6, 11, 9, 611, 7.0f);
-    INFO("C started filled with 7.0: set each row of C to 0 before adding into it");
+    INFO("C started filled with 7.0: every element must be assigned, whatever C held");
     INFO(problem);
     CHECK(problem.empty());
   }

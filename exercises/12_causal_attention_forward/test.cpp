@@ -169,7 +169,13 @@ TEST_CASE("causal_attention_forward: large scores stay finite (subtract the max)
   const Reference want = reference(qkv, B, T, C, NH);
   std::vector<float> out = ex_test::output_buffer(want.out.size()), att = ex_test::output_buffer(want.att.size());
   ex::causal_attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-  INFO("exp(s) overflows to inf for s > 88.7 and inf / inf is nan: compute exp(s - max) instead");
+  // Blame the overflow only when the outputs show it (NaN or inf where the other tests,
+  // with small scores, may well pass); otherwise the values are simply wrong.
+  const bool not_finite = ex_test::any_not_finite({att.data(), want.att.size()}) ||
+                          ex_test::any_not_finite({out.data(), want.out.size()});
+  INFO((not_finite ? "some outputs are NaN or inf: either never written, or exp(s) overflowed "
+                     "(exp gives inf for s > 88.7, and inf / inf is nan: compute exp(s - max))"
+                   : "the outputs are finite: no overflow here, the values themselves are wrong"));
   check(ex_test::compare("att", {att.data(), want.att.size()}, want.att, 1e-5, 1e-4,
                          [&](size_t i) { return att_of(i, NH, T); }));
   check(ex_test::compare("out", {out.data(), want.out.size()}, want.out, 1e-3, 1e-4,

@@ -71,11 +71,11 @@ __global__ void matmul_tiled_kernel(float* C, const float* A, const float* B, in
   const int col = static_cast<int>(blockIdx.x) * kTile + tx;  // the column of C, and of B
   float acc = 0.0f;
   for (int k0 = 0; k0 < K; k0 += kTile) {
-    // TODO 1: load this thread's element of each tile: As[ty][tx] = A[row][k0 + tx] and
-    //         Bs[ty][tx] = B[k0 + ty][col], or 0.0f where that element is outside A or B.
-    //         (Flat: As[ty][tx] is As[ty * kTile + tx]; A[row][k] is A[row * K + k].)
-    // TODO 2: barrier 1.
-    // TODO 3: the inner product: acc += As[ty][k] * Bs[k][tx] for k = 0 .. kTile - 1.
+    // TODO 1: this thread's share of the loads: one element of the A tile and one of the B
+    //         tile (which ones? the picture above), and 0 where it falls outside A or B.
+    //         The tiles are flat arrays, row-major, kTile floats per row.
+    // TODO 2: barrier 1 (why: see above).
+    // TODO 3: this tile's part of the inner product, read from the two tiles only.
     // TODO 4: barrier 2.
     (void)A;
     (void)B;
