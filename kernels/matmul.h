@@ -40,7 +40,12 @@
 //       as is 6 x 32 (12 row streams lda apart overflow an L1 set at lda = 1024); B packed
 //       with whole-vector copies. Bit-identical to v6 when alpha = 1.
 //       GPT-step shapes (768-row activations, docs/benchmarks/gemm-gpt-step-shapes.md),
-//       2-core AMD EPYC Zen 4, AVX-512, GCC 12, 1 thread:           FIGURES_V7
+//       2-core AMD EPYC (Zen 4), AVX-512F, GCC 12, 1 thread, timed by CPU time on a loaded
+//       VM: the backward's nn/tn products 85-96 GFLOP/s, 63-82% of peak, 1.08-1.34x v6 and
+//       1.03-1.18x OpenBLAS; the forward's nt 1.05-1.20x v6, 1.07-1.11x OpenBLAS. 1024^3:
+//       100.5 GFLOP/s (86%), 1.02x v6, 1.06x OpenBLAS. Regressions: at N = 784 (lesson 02's
+//       128x256x784nt, 256x784x128tn) A is reused 784 times, packing it was cheap, and v7
+//       is 0.96-0.98x v6 (0.87-0.92x OpenBLAS).
 // sgemm() below is v7: the fastest validated version, what nn/ calls.
 #pragma once
 
