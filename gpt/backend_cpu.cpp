@@ -6,7 +6,7 @@
 //   encoder            kernels/encoder.h       v2  rows across threads; dwte by token id
 //   layernorm          kernels/layernorm.h     v4  SIMD rows across threads; backward v2
 //   matmul             kernels/linear.h        v2  kernels::sgemm (lesson 03's ladder)
-//   attention          kernels/attention.h     v2  a thread per (b, h), SIMD scores
+//   attention          kernels/attention.h     v3  a thread per (b, h), SIMD scores, interleaved sums
 //   gelu               kernels/gelu.h          v2  SIMD with poly_exp
 //   residual, dropout  kernels/residual.h, dropout.h   v2  threads
 //   cross-entropy      kernels/crossentropy.h  v2  SIMD rows with poly_exp
@@ -62,12 +62,12 @@ Backend cpu_backend() {
 
   be.attention_forward = [](float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
-    kernels::attention_forward_v2(out, preatt, att, qkv, B, T, C, NH);
+    kernels::attention_forward_v3(out, preatt, att, qkv, B, T, C, NH);
   };
   be.attention_backward = [](float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
-    kernels::attention_backward_v2(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    kernels::attention_backward_v3(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
   };
 
   be.gelu_forward = kernels::gelu_forward_v2;

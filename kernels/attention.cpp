@@ -216,6 +216,48 @@ void weighted_rows(float* y, const float* a, const float* rows, ptrdiff_t ld, in
   }
 }
 
+// v3's weighted_rows: the same sums, each element's terms added in the same j order, but all
+// of a head's registers advance together. v2 covers hs in groups of 4 registers and then one
+// register at a time: with hs = 32 on AVX-512 (2 registers) it never forms a group of 4, and
+// runs two passes over j, each ONE dependent FMA chain (4 cycles per FMA: a quarter of an FMA
+// port). Here a remainder of 1-3 registers runs as 1-3 interleaved chains in one pass.
+template <int NB>
+inline void weighted_block(float* y, const float* a, const float* rows, ptrdiff_t ld, int n) {
+  V::reg acc[NB];
+  for (int u = 0; u < NB; ++u) acc[u] = V::zero();
+  for (int j = 0; j < n; ++j) {
+    const V::reg aj = V::set1(a[j]);
+    const float* r = rows + j * ld;
+    for (int u = 0; u < NB; ++u) acc[u] = V::fma(aj, V::load(r + u * W), acc[u]);
+  }
+  for (int u = 0; u < NB; ++u) V::store(y + u * W, acc[u]);
+}
+void weighted_rows_v3(float* y, const float* a, const float* rows, ptrdiff_t ld, int n, int hs) {
+  int c = 0;
+  for (; c + 4 * W <= hs; c += 4 * W) weighted_block<4>(y + c, a, rows + c, ld, n);
+  switch ((hs - c) / W) {
+    case 3: weighted_block<3>(y + c, a, rows + c, ld, n); c += 3 * W; break;
+    case 2: weighted_block<2>(y + c, a, rows + c, ld, n); c += 2 * W; break;
+    case 1: weighted_block<1>(y + c, a, rows + c, ld, n); c += W; break;
+    default: break;
+  }
+  for (; c < hs; ++c) {  // the scalar tail, as v2's
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j) acc += a[j] * rows[j * ld + c];
+    y[c] = acc;
+  }
+}
+
+// The weighted sum each rung uses: v2's or v3's (bit-identical; v3 keeps more FMAs in flight).
+template <bool kV3>
+inline void weighted_rows_of(float* y, const float* a, const float* rows, ptrdiff_t ld, int n, int hs) {
+  if constexpr (kV3) {
+    weighted_rows_v3(y, a, rows, ld, n, hs);
+  } else {
+    weighted_rows(y, a, rows, ld, n, hs);
+  }
+}
+
 // Mt (hs, ld) = the head's slice [off, off + hs) of T rows of stride C3, transposed; columns
 // [T, ld) zero (so padded lanes of a score block are finite).
 void transpose_head(float* Mt, const float* base, ptrdiff_t C3, int off, int T, int hs, int ld) {
@@ -228,7 +270,9 @@ void transpose_head(float* Mt, const float* base, ptrdiff_t C3, int off, int T, 
 
 }  // namespace
 
-void attention_forward_v2(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+namespace {
+template <bool kV3>
+void attention_forward_heads(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
   // qkv (B,T,3C) -> out (B,T,C), preatt, att (B,NH,T,T); one thread per (b, h)
   const int hs = C / NH;
   const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
@@ -271,13 +315,23 @@ void attention_forward_v2(float* out, float* preatt, float* att, const float* qk
       for (int j = 0; j <= t; ++j) arow[j] = srow[j] * inv;
       for (int j = t + 1; j < T; ++j) arow[j] = 0.0f;
       // pass 3: out_t = sum_{t2 <= t} att[t2] v_t2
-      weighted_rows(out + (static_cast<ptrdiff_t>(b) * T + t) * C + h * hs, arow, vbase, C3, t + 1, hs);
+      weighted_rows_of<kV3>(out + (static_cast<ptrdiff_t>(b) * T + t) * C + h * hs, arow, vbase, C3, t + 1, hs);
     }
   }
 }
+}  // namespace
 
-void attention_backward_v2(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
-                           const float* att, int B, int T, int C, int NH) {
+void attention_forward_v2(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+  attention_forward_heads<false>(out, preatt, att, qkv, B, T, C, NH);
+}
+void attention_forward_v3(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+  attention_forward_heads<true>(out, preatt, att, qkv, B, T, C, NH);
+}
+
+namespace {
+template <bool kV3>
+void attention_backward_heads(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH) {
   // dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) -> dqkv (B,T,3C) ASSIGNED (each element
   // written once: head h of batch row b is owned by one thread); dpreatt, datt scratch
   const int hs = C / NH;
@@ -319,18 +373,28 @@ void attention_backward_v2(float* dqkv, float* dpreatt, float* datt, const float
       }
       // dq_t = sum_{t2 <= t} (dpreatt[t2] scale) k_t2
       for (int j = 0; j <= t; ++j) coef[j] = dprow[j] * scale;
-      weighted_rows(dbase + t * C3 + h * hs, coef, kh, C3, t + 1, hs);
+      weighted_rows_of<kV3>(dbase + t * C3 + h * hs, coef, kh, C3, t + 1, hs);
     }
     // dk_t2 = sum_{t >= t2} (dpreatt[t][t2] scale) q_t;  dv_t2 = sum_{t >= t2} att[t][t2] dout_t
     for (int t2 = 0; t2 < T; ++t2) {
       const int n = T - t2;
       for (int j = 0; j < n; ++j) coef[j] = dpreatt[mat + static_cast<ptrdiff_t>(t2 + j) * T + t2] * scale;
-      weighted_rows(dbase + t2 * C3 + C + h * hs, coef, qh + t2 * C3, C3, n, hs);
+      weighted_rows_of<kV3>(dbase + t2 * C3 + C + h * hs, coef, qh + t2 * C3, C3, n, hs);
       for (int j = 0; j < n; ++j) coef[j] = att[mat + static_cast<ptrdiff_t>(t2 + j) * T + t2];
-      weighted_rows(dbase + t2 * C3 + 2 * C + h * hs, coef, dobase + static_cast<ptrdiff_t>(t2) * C, C, n,
-                    hs);
+      weighted_rows_of<kV3>(dbase + t2 * C3 + 2 * C + h * hs, coef, dobase + static_cast<ptrdiff_t>(t2) * C, C,
+                            n, hs);
     }
   }
+}
+}  // namespace
+
+void attention_backward_v2(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int T, int C, int NH) {
+  attention_backward_heads<false>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+}
+void attention_backward_v3(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int T, int C, int NH) {
+  attention_backward_heads<true>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
 }
 
 const std::vector<OpVersion<AttentionFn>>& attention_versions() {
@@ -339,6 +403,8 @@ const std::vector<OpVersion<AttentionFn>>& attention_versions() {
        &attention_forward_v1<float>},
       {2, "heads-parallel", "a thread per (b, h), keys transposed, SIMD scores, poly_exp softmax",
        &attention_forward_v2},
+      {3, "heads-interleaved", "v2 with a head's registers summed as interleaved FMA chains (bit-identical)",
+       &attention_forward_v3},
   };
   return versions;
 }
@@ -351,6 +417,8 @@ const std::vector<OpVersion<AttentionBackwardFn>>& attention_backward_versions()
       {1, "loops", "the three passes in reverse, plain loops: the reference", &attention_backward_v1<float>},
       {2, "heads-parallel", "a thread per (b, h), values transposed; dq by rows, dk and dv by columns",
        &attention_backward_v2},
+      {3, "heads-interleaved", "v2 with a head's registers summed as interleaved FMA chains (bit-identical)",
+       &attention_backward_v3},
   };
   return versions;
 }

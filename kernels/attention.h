@@ -25,6 +25,11 @@
 //       masked lanes give exp(-inf) = 0); the weighted sums of rows in 4 FMA chains. The
 //       backward computes dq per query row, then dk and dv per key column: each dqkv
 //       element written once, by the thread that owns the head.
+//   v3  v2 with each weighted sum over rows (out = att v; dq, dk, dv) advancing all of a head's
+//       registers in one pass: v2 took them in groups of 4, then one at a time, so a 32-float
+//       head on AVX-512 (2 registers) ran as two passes of ONE dependent FMA chain each. Every
+//       element sums the same terms in the same order: bit-identical to v2. Not yet timed
+//       side by side on an idle machine (issue 19, docs/benchmarks/gpt-cpu-vs-nanogpt.md).
 #pragma once
 
 #include <string>
@@ -47,6 +52,9 @@ template <typename F>
 void attention_backward_v1(F* dqkv, F* dpreatt, F* datt, const F* dout, const F* qkv, const F* att, int B, int Tn,
                            int C, int NH);
 void attention_backward_v2(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int Tn, int C, int NH);
+void attention_forward_v3(float* out, float* preatt, float* att, const float* qkv, int B, int Tn, int C, int NH);
+void attention_backward_v3(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                            const float* att, int B, int Tn, int C, int NH);
 
 const std::vector<OpVersion<AttentionFn>>& attention_versions();

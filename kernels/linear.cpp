@@ -145,10 +145,10 @@ void linear_backward_v2(float* dinp, float* dweight, float* dbias, const float* 
 #pragma omp parallel sections num_threads(2)
     {
 #pragma omp section
-      sgemm_v5(Trans::No, Trans::No, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
+      sgemm_serial(Trans::No, Trans::No, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
 #pragma omp section
       {
-        sgemm_v5(Trans::Yes, Trans::No, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+        sgemm_serial(Trans::Yes, Trans::No, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
         if (dbias != nullptr) column_sums_add(dbias, dout, N, OC);
       }
     }

@@ -398,6 +398,210 @@ void sgemm_v6(Trans ta, Trans tb, int M, int N, int K, float alpha, const float*
   gemm_packed<simd::Native>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded);
 }
 
+// ---- v7: A read in place, a taller tile, B packed with whole-vector copies ---------------
+// At the GPT step's shapes (768-row activations, N = 128-512) v6 loses ~30% of the FMA
+// peak, and most of it is packing, not multiplying: packing copies each of the M*K
+// elements of A one float at a time (index arithmetic and a transpose test per float),
+// ~1 ns each, and with N = 128 every packed element of A then feeds only N = 128
+// multiply-adds (4 micro-panels of B). 768x128x384: 295K floats of A packed (~0.3 ms)
+// for 0.65 ms of FMAs at peak.
+//
+// v7 makes three changes, each of which keeps every C element's arithmetic exactly v6's
+// (the same products, added in the same k order, the same write-back), so v7 and v6
+// agree bit for bit whenever alpha = 1 (every caller in nn/ and gpt/):
+//   1. A is never packed. The micro-kernel broadcasts op(A)[i][k] straight from the
+//      caller's matrix: with A not transposed it reads MR row streams (unit stride in k),
+//      with A^T one row of MR adjacent floats per k. Both are cache-friendly: MR streams
+//      are well within what the prefetchers track, and an MC x KC block of A stays in L2
+//      for the N/NR micro-panels of B that reuse it. alpha is applied at the write-back
+//      (skipped when 1). A ragged last row panel (mr < MR) is copied into a zero-padded
+//      (KC, MR) panel, so no row outside A is ever read.
+//   2. On AVX-512 (32 registers) the tile is 12 x 32: 24 accumulators + 2 B vectors + 1
+//      broadcast = 27 registers, so each B load feeds 12 FMAs instead of 6 and each
+//      broadcast 2. (AVX2 has 16 registers: 6 x 16 stays; NEON and portable too.)
+//   3. B panels are packed with whole-vector copies when B is not transposed (a row of
+//      a panel is NR contiguous floats), and column by column (contiguous reads) when it is.
+namespace {
+
+// The tile's rows per form of A. 12 (AVX-512, A^T): op(A)'s 12 values for one k are 12
+// adjacent floats. With A not transposed they come from 12 rows lda apart, and at lda = 1024
+// (4 KB) 12 streams map to the same L1 set, more than its 8 ways: 12 x 32 then ran at 87
+// GFLOP/s at 1024^3 against 98 for 6 x 32, so row-major A keeps 6 rows.
+template <class V>
+constexpr int kMR7T = (!V::portable && V::lanes == 16) ? 12 : kMR;  // op(A) = A^T
+template <class V>
+constexpr int kMR7N = kMR;                                           // op(A) = A
+
+// The ragged last row panel, (kc, MR): edge[p * MR + r] = op(A)[i0 + r][p0 + p], zero for r >= mr.
+template <int MR>
+void pack_a_edge(Trans ta, const float* A, int lda, int i0, int p0, int mr, int kc, float* edge) {
+  for (int p = 0; p < kc; ++p) {
+    for (int r = 0; r < MR; ++r) edge[p * MR + r] = r < mr ? a_at(ta, A, lda, i0 + r, p0 + p) : 0.0f;
+  }
+}
+
+// Bp panel (kc, NR) from op(B)[p0:+kc, j0:+nr], zero-padded to NR columns.
+template <class V>
+void pack_b_panel_v7(Trans tb, const float* B, int ldb, int p0, int j0, int nr, int kc, float* panel) {
+  constexpr int W = V::lanes, NR = kNR<V>;
+  if (nr != NR) {
+    pack_b_panel<NR>(tb, B, ldb, p0, j0, nr, kc, panel);
+    return;
+  }
+  if (tb == Trans::No) {
+    for (int p = 0; p < kc; ++p) {
+      const float* row = B + static_cast<ptrdiff_t>(p0 + p) * ldb + j0;  // (NR,) of row p0+p
+      V::store(panel + p * NR, V::load(row));
+      V::store(panel + p * NR + W, V::load(row + W));
+    }
+    return;
+  }
+  // op(B) = B^T: column c of the panel is row j0+c of B, contiguous in k.
+  for (int c = 0; c < NR; ++c) {
+    const float* col = B + static_cast<ptrdiff_t>(j0 + c) * ldb + p0;  // (kc,)
+    for (int p = 0; p < kc; ++p) panel[p * NR + c] = col[p];
+  }
+}
+
+// C tile (mr, nr) = alpha * op(A)[MR rows, kc] . Bp panel (kc, NR) + beta * C.
+// kRowMajorA: op(A)[r][p] = A[r * sa + p] (A not transposed, sa = lda); otherwise
+// op(A)[r][p] = A[p * sa + r] (A^T, sa = lda, or a packed edge panel with sa = MR).
+template <class V, int MR, bool kRowMajorA>
+void micro_kernel_v7(int kc, const float* A, ptrdiff_t sa, const float* Bp, float* C, int ldc, float alpha,
+                     float beta, int mr, int nr) {
+  using reg = typename V::reg;
+  constexpr int W = V::lanes, NR = kNR<V>;
+  reg acc[MR][2];  // the MR x NR tile of C, in registers
+  for (int r = 0; r < MR; ++r) {
+    acc[r][0] = V::zero();
+    acc[r][1] = V::zero();
+  }
+  for (int r = 0; r < mr; ++r) {
+    simd::prefetch(C + static_cast<ptrdiff_t>(r) * ldc);
+    simd::prefetch(C + static_cast<ptrdiff_t>(r) * ldc + NR - 1);
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < kc; ++p) {
+    const reg b0 = V::load(Bp + p * NR);      // B[p][0:W]
+    const reg b1 = V::load(Bp + p * NR + W);  // B[p][W:2W]
+    for (int r = 0; r < MR; ++r) {
+      const float a_rp = kRowMajorA ? A[r * sa + p] : A[p * sa + r];  // op(A)[r][p]
+      const reg a = V::set1(a_rp);
+      acc[r][0] = V::fma(a, b0, acc[r][0]);
+      acc[r][1] = V::fma(a, b1, acc[r][1]);
+    }
+  }
+  if (alpha != 1.0f) {
+    const reg va = V::set1(alpha);
+    for (int r = 0; r < MR; ++r) {
+      acc[r][0] = V::mul(va, acc[r][0]);
+      acc[r][1] = V::mul(va, acc[r][1]);
+    }
+  }
+  if (mr == MR && nr == NR) {
+    for (int r = 0; r < MR; ++r) {
+      float* c = C + static_cast<ptrdiff_t>(r) * ldc;
+      if (beta == 0.0f) {
+        V::store(c, acc[r][0]);
+        V::store(c + W, acc[r][1]);
+      } else {
+        const reg vb = V::set1(beta);
+        V::store(c, V::fma(vb, V::load(c), acc[r][0]));
+        V::store(c + W, V::fma(vb, V::load(c + W), acc[r][1]));
+      }
+    }
+    return;
+  }
+  alignas(64) float tile[MR * NR];
+  for (int r = 0; r < MR; ++r) {
+    V::store(tile + r * NR, acc[r][0]);
+    V::store(tile + r * NR + W, acc[r][1]);
+  }
+  store_tile<NR>(tile, C, ldc, beta, mr, nr);
+}
+
+// v6's loops without pack_a: the team packs each B block together, then each thread runs
+// its band of MR-row panels over it, in MC-row blocks (the A block then stays in L2 for
+// every micro-panel of B).
+template <class V, int MR>
+void gemm_v7(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+             int ldb, float beta, float* C, int ldc, bool threaded) {
+  constexpr int NR = kNR<V>;
+  constexpr int MC = kMC / MR * MR;  // whole panels per block
+  static_assert(kNC % NR == 0 && MC > 0, "blocks must hold whole panels");
+  static thread_local Scratch b_scratch;  // the caller's: shared by the team below
+  float* Bp = b_scratch.get(static_cast<size_t>(kKC) * kNC);
+  const int team = threaded ? omp_get_max_threads() : 1;
+
+#pragma omp parallel num_threads(team) if (team > 1)
+  {
+    static thread_local Scratch edge_scratch;  // each thread's padded ragged panel
+    float* edge = edge_scratch.get(static_cast<size_t>(kKC) * MR);
+    for (int jc = 0; jc < N; jc += kNC) {
+      const int nc = std::min(kNC, N - jc);
+      for (int pc = 0; pc < K; pc += kKC) {
+        const int kc = std::min(kKC, K - pc);
+        const float beta_here = pc == 0 ? beta : 1.0f;  // later k blocks add to C
+#pragma omp for schedule(static)
+        for (int jr = 0; jr < nc; jr += NR) {
+          pack_b_panel_v7<V>(tb, B, ldb, pc, jc + jr, std::min(NR, nc - jr), kc,
+                             Bp + static_cast<ptrdiff_t>(jr) * kc);
+        }
+        const int panels = (M + MR - 1) / MR;
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int first = panels * t / nt * MR, last = std::min(M, panels * (t + 1) / nt * MR);
+        for (int ic = first; ic < last; ic += MC) {
+          const int mc = std::min(MC, last - ic);
+          // A ragged last panel (only ever the matrix's last rows): zero-padded copy,
+          // alpha left for the write-back like the in-place panels.
+          const int full = mc / MR * MR;
+          if (full < mc) pack_a_edge<MR>(ta, A, lda, ic + full, pc, mc - full, kc, edge);
+          for (int jr = 0; jr < nc; jr += NR) {
+            const int nr = std::min(NR, nc - jr);
+            const float* bpanel = Bp + static_cast<ptrdiff_t>(jr) * kc;  // (KC, NR) in L1
+            for (int ir = 0; ir < full; ir += MR) {
+              float* c = C + static_cast<ptrdiff_t>(ic + ir) * ldc + jc + jr;
+              if (ta == Trans::No) {
+                const float* a = A + static_cast<ptrdiff_t>(ic + ir) * lda + pc;  // (MR, KC), rows lda apart
+                micro_kernel_v7<V, MR, true>(kc, a, lda, bpanel, c, ldc, alpha, beta_here, MR, nr);
+              } else {
+                const float* a = A + static_cast<ptrdiff_t>(pc) * lda + ic + ir;  // (KC, MR), rows lda apart
+                micro_kernel_v7<V, MR, false>(kc, a, lda, bpanel, c, ldc, alpha, beta_here, MR, nr);
+              }
+            }
+            if (full < mc) {
+              float* c = C + static_cast<ptrdiff_t>(ic + full) * ldc + jc + jr;
+              micro_kernel_v7<V, MR, false>(kc, edge, MR, bpanel, c, ldc, alpha, beta_here, mc - full, nr);
+            }
+          }
+        }
+#pragma omp barrier
+      }
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+void gemm_v7_native(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+                    const float* B, int ldb, float beta, float* C, int ldc, bool threaded) {
+  using V = simd::Native;
+  if (ta == Trans::No) {
+    gemm_v7<V, kMR7N<V>>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded);
+  } else {
+    gemm_v7<V, kMR7T<V>>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded);
+  }
+}
+}  // namespace
+
+void sgemm_v7(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc) {
+  if (K == 0) return scale_c(M, N, beta, C, ldc);
+  const bool threaded = static_cast<double>(M) * N * K > kMinThreadedWork && M >= 2 * kMR;
+  gemm_v7_native(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded);
+}
+
 // ---- dispatch -----------------------------------------------------------------------------
 void sgemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc) {
@@ -408,7 +612,19 @@ void sgemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A,
     scale_c(M, N, beta, C, ldc);
     return;
   }
-  sgemm_v6(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  sgemm_v7(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void sgemm_serial(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+                  const float* B, int ldb, float beta, float* C, int ldc) {
+  if (M == 0 || N == 0) {
+    return;
+  }
+  if (K == 0) {
+    scale_c(M, N, beta, C, ldc);
+    return;
+  }
+  gemm_v7_native(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, false);
 }
 
 const std::vector<SgemmVersion>& sgemm_versions() {
@@ -419,6 +635,7 @@ const std::vector<SgemmVersion>& sgemm_versions() {
       {4, "packed-portable", "packed panels + 6x16 register tile, portable C++", &sgemm_v4},
       {5, "packed-simd", "the same micro-kernel in SIMD intrinsics", &sgemm_v5},
       {6, "threads", "v5 with rows of C split across OpenMP threads", &sgemm_v6},
+      {7, "direct-a", "v6 reading A in place (no A packing), 12x32 tile on AVX-512", &sgemm_v7},
   };
   return versions;
 }

@@ -34,7 +34,19 @@
 //       At 2048^3: v5 82.7 GFLOP/s (1.05x OpenBLAS), v6 167.5 on 2 threads (1.14x).
 //       At a linear layer's shapes (batch 128, docs/benchmarks/lesson03-layers.md) v6 is
 //       only 0.5-0.95x OpenBLAS: packing and thread start-up weigh more on small products.
-// sgemm() below is v6: the fastest validated version, what nn/ calls.
+//   v7  v6 without packing A: the micro-kernel broadcasts op(A) straight from the caller's
+//       matrix (packing A cost ~1 ns a float, and at N = 128 each float feeds only 128
+//       FMAs); with A^T a 12 x 32 tile on AVX-512 (24 of the 32 zmm registers), with A
+//       as is 6 x 32 (12 row streams lda apart overflow an L1 set at lda = 1024); B packed
+//       with whole-vector copies. Bit-identical to v6 when alpha = 1.
+//       GPT-step shapes (768-row activations, docs/benchmarks/gemm-gpt-step-shapes.md),
+//       2-core AMD EPYC (Zen 4), AVX-512F, GCC 12, 1 thread, timed by CPU time on a loaded
+//       VM: the backward's nn/tn products 85-96 GFLOP/s, 63-82% of peak, 1.08-1.34x v6 and
+//       1.03-1.18x OpenBLAS; the forward's nt 1.05-1.20x v6, 1.07-1.11x OpenBLAS. 1024^3:
+//       100.5 GFLOP/s (86%), 1.02x v6, 1.06x OpenBLAS. Regressions: at N = 784 (lesson 02's
+//       128x256x784nt, 256x784x128tn) A is reused 784 times, packing it was cheap, and v7
+//       is 0.96-0.98x v6 (0.87-0.92x OpenBLAS).
+// sgemm() below is v7: the fastest validated version, what nn/ calls.
 #pragma once
 
 #include <string>
@@ -61,10 +73,17 @@ void sgemm_v5(Trans ta, Trans tb, int M, int N, int K, float alpha, const float*
               const float* B, int ldb, float beta, float* C, int ldc);
 void sgemm_v6(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
               const float* B, int ldb, float beta, float* C, int ldc);
+void sgemm_v7(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+              const float* B, int ldb, float beta, float* C, int ldc);
 
 // The fastest validated version: what nn/ calls, and what the benchmark names "default".
 void sgemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
+// The same rung on the calling thread only (no OpenMP region): for callers that already
+// run products side by side, one per thread (kernels/linear.cpp's backward). Bit-identical
+// to sgemm(): the rows of C are split, never k, so a thread count changes nothing.
+void sgemm_serial(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+                  const float* B, int ldb, float beta, float* C, int ldc);
 
 using SgemmVersion = OpVersion<SgemmFn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order. The dispatcher below and the tests iterate over this.

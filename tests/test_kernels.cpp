@@ -3,6 +3,7 @@
 // multiples of a vector width or tile, padded leading dimensions, misaligned starts, and
 // sentinel values after C that must survive.
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -136,6 +137,46 @@ TEST_CASE("sgemm dispatcher: edge sizes and version lookup", "[kernels]") {
   REQUIRE(kernels::sgemm_version("v2").number == 2);
   REQUIRE(kernels::sgemm_version("naive").number == 1);
   REQUIRE_THROWS_AS(kernels::sgemm_version("v99"), std::invalid_argument);
+}
+
+// v7 claims the arithmetic of v6 element for element (same products, same k order, same
+// write-back; only where A is read from changed), and a result independent of the thread
+// count (rows of C split, never k): at alpha = 1, what every layer passes, the bits must
+// match, on 1 and 2 threads, and sgemm_serial must match both. Shapes: the GPT step's
+// (768-row activations), and ragged ones that leave a partial row panel and column panel.
+TEST_CASE("sgemm v7 gives v6's bits at alpha 1, on any thread count, and sgemm_serial too", "[kernels]") {
+  nn::Rng rng(19);
+  const int sizes[][3] = {{768, 128, 384}, {384, 128, 768}, {131, 37, 301}, {25, 65, 300}, {250, 20, 520}};
+  const int saved = omp_get_max_threads();
+  for (const auto& s : sizes) {
+    for (Trans ta : {Trans::No, Trans::Yes}) {
+      for (Trans tb : {Trans::No, Trans::Yes}) {
+        for (float beta : {0.0f, 1.0f}) {
+          const int M = s[0], N = s[1], K = s[2];
+          const int lda = (ta == Trans::No ? K : M) + 1, ldb = (tb == Trans::No ? N : K) + 1;
+          std::vector<float> A(static_cast<size_t>(ta == Trans::No ? M : K) * lda);
+          std::vector<float> B(static_cast<size_t>(tb == Trans::No ? K : N) * ldb);
+          std::vector<float> C0(static_cast<size_t>(M) * N);
+          for (float& x : A) x = rng.uniform(-1.0f, 1.0f);
+          for (float& x : B) x = rng.uniform(-1.0f, 1.0f);
+          for (float& x : C0) x = rng.uniform(-1.0f, 1.0f);
+          std::vector<float> c6 = C0, c7_1 = C0, c7_2 = C0, serial = C0;
+          omp_set_num_threads(2);
+          kernels::sgemm_v6(ta, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, beta, c6.data(), N);
+          kernels::sgemm_v7(ta, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, beta, c7_2.data(), N);
+          omp_set_num_threads(1);
+          kernels::sgemm_v7(ta, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, beta, c7_1.data(), N);
+          omp_set_num_threads(saved);
+          kernels::sgemm_serial(ta, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, beta, serial.data(), N);
+          INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes)
+                    << " beta=" << beta);
+          REQUIRE(c7_2 == c6);
+          REQUIRE(c7_1 == c6);
+          REQUIRE(serial == c6);
+        }
+      }
+    }
+  }
 }
 
 // scripts/test_simd_paths.sh builds these tests once per SIMD level and says which path it

@@ -199,8 +199,39 @@ TEST_CASE("each GPT-op header lists exactly the versions its table has", "[kerne
   REQUIRE(kernels::residual_layernorm_versions().size() == 2);
 }
 
+// attention v3 changes only how many FMA chains run at once; each element's terms are added in
+// v2's order, so the bits must match, forward and backward (the GPT shape, hs = 32: the case v3
+// targets on AVX-512, and a ragged one, hs = 13: the scalar tail).
+TEST_CASE("attention v3 gives v2's bits, forward and backward", "[kernels][gptops]") {
+  const int shapes[][4] = {{12, 64, 128, 4}, {3, 17, 39, 3}};  // B, T, C, NH
+  uint64_t state = 7;
+  auto next = [&state]() {  // uniform in [-1, 1), any fixed sequence will do
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<float>(static_cast<double>(state >> 40) / static_cast<double>(1ULL << 23) - 1.0);
+  };
+  for (const auto& sh : shapes) {
+    const int B = sh[0], T = sh[1], C = sh[2], NH = sh[3];
+    const size_t n_att = static_cast<size_t>(B) * NH * T * T;
+    std::vector<float> qkv(static_cast<size_t>(B) * T * 3 * C), dout(static_cast<size_t>(B) * T * C);
+    for (float& x : qkv) x = next();
+    for (float& x : dout) x = next();
+    std::vector<float> out2(dout.size()), out3(dout.size()), pre2(n_att), pre3(n_att), att2(n_att), att3(n_att);
+    kernels::attention_forward_v2(out2.data(), pre2.data(), att2.data(), qkv.data(), B, T, C, NH);
+    kernels::attention_forward_v3(out3.data(), pre3.data(), att3.data(), qkv.data(), B, T, C, NH);
+    INFO("B=" << B << " T=" << T << " C=" << C << " NH=" << NH);
+    REQUIRE(out3 == out2);
+    REQUIRE(att3 == att2);
+    REQUIRE(pre3 == pre2);
+    std::vector<float> d2(qkv.size()), d3(qkv.size()), dp2(n_att), dp3(n_att), da2(n_att), da3(n_att);
+    kernels::attention_backward_v2(d2.data(), dp2.data(), da2.data(), dout.data(), qkv.data(), att2.data(), B, T, C, NH);
+    kernels::attention_backward_v3(d3.data(), dp3.data(), da3.data(), dout.data(), qkv.data(), att2.data(), B, T, C, NH);
+    REQUIRE(d3 == d2);
+  }
+}
+
 TEST_CASE("GPT-op versions are found by number, vN and name", "[kernels][gptops]") {
   REQUIRE(kernels::attention_version("heads-parallel").number == 2);
+  REQUIRE(kernels::attention_backward_version("heads-interleaved").number == 3);
   REQUIRE(kernels::attention_backward_version("v1").number == 1);
   REQUIRE(kernels::layernorm_backward_version("2").number == 2);
   REQUIRE(kernels::adamw_version("simd").fn == &kernels::adamw_update_v2);
