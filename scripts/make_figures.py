@@ -311,7 +311,7 @@ def fig_lesson03_fusion():
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("ns per element (median)")
     axes[0].legend(fontsize=7)
-    fig.suptitle("Lesson 03: y = cos(x)^2 unfused (two passes) vs fused (one), in and out of cache")
+    fig.suptitle("Lesson 03: cos2, y = cos(cos(x)), unfused (two passes) vs fused (one), in and out of cache")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return save(fig, "lesson03-fusion",
                 f"docs/benchmarks/lesson03-fusion.json (nnlab lesson03 --part fusion; {machine(rec)})")
