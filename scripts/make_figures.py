@@ -75,6 +75,15 @@ def machine(rec):
     return f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('date', '?')}"
 
 
+def md_machine(name):
+    """'AMD EPYC, 2 cores, 2026-11-21' from a Markdown record's "- machine:" and "Produced by ...
+    on DATE" lines (the records in docs/benchmarks/*.md all have both)."""
+    text = read_md(name)
+    m = re.search(r"^- machine: ([^,\n]+, [^,\n]+)", text, re.M)
+    d = re.search(r"^Produced by .* on (\d{4}-\d{2}-\d{2})", text, re.M)
+    return f"{m.group(1) if m else '?'}, {d.group(1) if d else '?'}"
+
+
 def mode_tag():
     return "  [QUICK RUN: pipeline check, not the lesson's figure]" if CFG["quick"] else ""
 
@@ -121,6 +130,26 @@ def run_program(key, args, outputs):
     with open(stamp, "w") as f:
         f.write(mode + "\n")
     return d
+
+
+def shakespeare():
+    """Tiny Shakespeare where the programs look for it (data/, ../shared/data, ../../shared/data
+    from the repository), as an absolute path: the runs happen in their own folder, where the
+    programs' relative search would miss it and fall back to the licence texts. None if absent."""
+    for d in ("data", os.path.join("..", "shared", "data"), os.path.join("..", "..", "shared", "data")):
+        for name in ("tinyshakespeare.txt", os.path.join("tinyshakespeare", "input.txt")):
+            path = os.path.normpath(os.path.join(REPO, d, name))
+            if os.path.exists(path):
+                return path
+    return None
+
+
+def corpus_args(flag):
+    path = shakespeare()
+    if path is None:
+        raise SystemExit("Tiny Shakespeare not found (python3 scripts/fetch_data.py tinyshakespeare): "
+                         "the lesson figures are made on it")
+    return [flag, path]
 
 
 def md_table(text, header_start):
@@ -223,7 +252,7 @@ def fig_lesson02_curves():
     fig.suptitle("Lesson 02: MLP 784-256-128-10 on Fashion-MNIST, default run (15 epochs)")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return save(fig, "lesson02-training-curves",
-                "docs/benchmarks/lesson02-mlp.md (nnlab lesson02 --part train, seed 42; AMD EPYC, 2 cores)")
+                f"docs/benchmarks/lesson02-mlp.md (nnlab lesson02 --part train, seed 42; {md_machine('lesson02-mlp.md')})")
 
 
 # ------------------------------------------------------------------------------------------
@@ -367,7 +396,8 @@ def fig_lesson04_conv():
     ax.set_title("Lesson 04: convolution, naive loops vs im2col + sgemm (labels: speed-up)")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return save(fig, "lesson04-conv-timings",
-                "docs/benchmarks/lesson04-conv-bench.json (lesson04 --part bench --bench-batch 64 --repeats 5; AMD EPYC, 2 cores, 2026-11-22)")
+                "docs/benchmarks/lesson04-conv-bench.json (lesson04 --part bench --bench-batch 64 --repeats 5; "
+                f"{md_machine('lesson04-cnn.md')}, as lesson04-cnn.md records)")
 
 
 def fig_lesson04_curves():
@@ -390,7 +420,7 @@ def fig_lesson04_curves():
     fig.suptitle("Lesson 04: the CNN on Fashion-MNIST, default run (6 epochs)")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return save(fig, "lesson04-training-curves",
-                "docs/benchmarks/lesson04-cnn.md (nnlab lesson04 --part train, seed 42; AMD EPYC, 2 cores)")
+                f"docs/benchmarks/lesson04-cnn.md (nnlab lesson04 --part train, seed 42; {md_machine('lesson04-cnn.md')})")
 
 
 # ------------------------------------------------------------------------------------------
@@ -479,7 +509,40 @@ def fig_lesson06_chars():
     ax.set_title("Lesson 06: RNN vs LSTM on characters, the same 120 s budget")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return save(fig, "lesson06-same-budget",
-                "docs/benchmarks/lesson05-06-rnn-lstm.md (nnlab lesson06 --part compare; AMD EPYC, 2 cores)")
+                f"docs/benchmarks/lesson05-06-rnn-lstm.md (nnlab lesson06 --part compare; {md_machine('lesson05-06-rnn-lstm.md')})")
+
+
+def _jsonl(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def fig_lesson06_char_curves():
+    """Training curves of the default character runs of both cells (lesson05 --part chars,
+    lesson06 --part chars: no record holds them). Against iterations only: the runs are nice'd
+    on a shared machine, so their seconds are not a measurement."""
+    quick = ["--quick"] if CFG["quick"] else []
+    d5 = run_program("lesson05-chars", ["lesson05", "--part", "chars", "--out-dir", "."] + quick +
+                     corpus_args("--corpus"), ["char_rnn.jsonl"])
+    d6 = run_program("lesson06-chars", ["lesson06", "--part", "chars", "--out-dir", "."] + quick +
+                     corpus_args("--corpus"), ["char_lstm.jsonl"])
+    p = plt()
+    fig, ax = p.subplots(figsize=(7, 3.6))
+    for path, name, color in ((os.path.join(d5, "char_rnn.jsonl"), "RNN", "tab:blue"),
+                              (os.path.join(d6, "char_lstm.jsonl"), "LSTM", "tab:green")):
+        rows = [r for r in _jsonl(path) if "val_loss" in r]
+        ax.plot([r["iter"] for r in rows], [r["train_loss"] for r in rows], "-", color=color, lw=1,
+                alpha=0.6, label=f"{name} train")
+        ax.plot([r["iter"] for r in rows], [r["val_loss"] for r in rows], "o-", color=color, ms=3,
+                label=f"{name} validation")
+    ax.set_xlabel("iteration (32 streams x 64 characters)")
+    ax.set_ylabel("loss (nats/char)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("Lessons 05/06: RNN vs LSTM on Tiny Shakespeare, the same iterations" + mode_tag())
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return save(fig, "lesson06-char-curves",
+                "nnlab lesson05 --part chars, nnlab lesson06 --part chars (defaults, seed 42; logs char_rnn.jsonl, char_lstm.jsonl)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -561,7 +624,8 @@ def fig_lesson08_loss():
     ax.set_title("Lesson 08: the GPT (4 layers, 4 heads, 128 wide) on Tiny Shakespeare, 2000 steps")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return save(fig, "lesson08-loss-curve",
-                "docs/benchmarks/lesson08-gpt.md (nnlab gpt train, defaults = nnlab lesson08 --part train; AMD EPYC, 2 cores)")
+                "docs/benchmarks/lesson08-gpt.md (nnlab gpt train, defaults = nnlab lesson08 --part train; "
+                f"{md_machine('lesson08-gpt.md')})")
 
 
 ATT_TEXT = "ROMEO:\nBut soft, what light through yonder window"
@@ -584,7 +648,8 @@ def read_safetensors(path):
 
 
 def fig_lesson08_attention():
-    args = ["lesson08", "--part", "train", "--out-dir", ".", "--overwrite", "--sample-tokens", "0"]
+    args = ["lesson08", "--part", "train", "--out-dir", ".", "--overwrite", "--sample-tokens", "0"] + \
+        corpus_args("--data")
     if CFG["quick"]:
         args += ["--max-iters", "100", "--eval-interval", "50", "--eval-iters", "2"]
     d = run_program("lesson08", args, ["best.safetensors", "log.jsonl"])
@@ -813,6 +878,7 @@ FIGURES = {
     "lesson05-plant-rmse-vs-dead-time": (fig_lesson05_plant, ["lesson05-06-rnn-lstm.md"]),
     "lesson06-gradient-vs-distance": (fig_lesson06_gradients, ["lesson05-06-rnn-lstm.md"]),
     "lesson06-same-budget": (fig_lesson06_chars, ["lesson05-06-rnn-lstm.md"]),
+    "lesson06-char-curves": (fig_lesson06_char_curves, None),
     "lesson07-attention-rows": (fig_lesson07_attention, None),
     "lesson07-scale": (fig_lesson07_scale, None),
     "lesson08-loss-curve": (fig_lesson08_loss, ["lesson08-gpt.md"]),
