@@ -85,7 +85,7 @@ def md_machine(name):
 
 
 def mode_tag():
-    return "  [QUICK RUN: pipeline check, not the lesson's figure]" if CFG["quick"] else ""
+    return "\n[QUICK RUN: not the lesson's figure]" if CFG["quick"] else ""
 
 
 def save(fig, name, source):
@@ -669,6 +669,8 @@ def fig_lesson08_attention():
     nh, T = att0.shape[0], att0.shape[-1]
     chars = [c if c not in "\n " else {"\n": "\\n", " ": "_"}[c] for c in ATT_TEXT[:T]]
     p = plt()
+    from matplotlib.colors import PowerNorm
+    norm = PowerNorm(0.5, vmin=0, vmax=1)  # square-root colours: the small weights stay visible
     fig, axes = p.subplots(len(layers), nh, figsize=(2.1 * nh, 2.1 * len(layers) + 0.5), squeeze=False)
     for i, k in enumerate(layers):
         a = t[k]
@@ -676,20 +678,20 @@ def fig_lesson08_attention():
             a = a[0]
         for j in range(nh):
             ax = axes[i][j]
-            ax.imshow(a[j], vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
+            ax.imshow(a[j], norm=norm, cmap="viridis", interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
             if i == len(layers) - 1:
-                ax.set_xticks(range(T))
-                ax.set_xticklabels(chars, fontsize=3.5, rotation=90)
+                ax.set_xticks(range(0, T, 4))
+                ax.set_xticklabels(chars[::4], fontsize=6)
             if j == 0:
                 ax.set_ylabel(f"layer {i}", fontsize=7)
             if i == 0:
                 ax.set_title(f"head {j}", fontsize=7)
-    steps = 100 if CFG["quick"] else 2000
-    fig.suptitle(f"Lesson 08: attention maps of the trained GPT ({steps} steps) on \"ROMEO:\\nBut soft...\" "
-                 "(row = query, column = key)" + mode_tag(), fontsize=8)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    steps = max(r.get("step", 0) for r in _jsonl(os.path.join(d, "log.jsonl")))  # what the run did
+    fig.suptitle(f"Lesson 08: attention maps of the trained GPT ({steps} steps), every layer and head" + mode_tag()
+                 + f"\non {ATT_TEXT!r}: row = query, column = key, colour = sqrt(weight)", fontsize=8)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     return save(fig, "lesson08-attention-maps",
                 "nnlab lesson08 --part train (defaults), then nnlab gpt dump --checkpoint best.safetensors --text ...")
 
@@ -864,10 +866,10 @@ def fig_lesson10_prune():
 
 
 # ------------------------------------------------------------------------------------------
-# name -> (function, the records it reads (docs/benchmarks/...), or None when it runs a program)
+# name -> (function, the records it reads (docs/benchmarks/...), or the program it runs (a str))
 FIGURES = {
-    "lesson01-nudge-vs-gradient": (fig_lesson01_curves, None),
-    "lesson01-xor-boundaries": (fig_lesson01_boundaries, None),
+    "lesson01-nudge-vs-gradient": (fig_lesson01_curves, "nnlab lesson01 --csv --grid"),
+    "lesson01-xor-boundaries": (fig_lesson01_boundaries, "nnlab lesson01 --csv --grid"),
     "lesson02-training-curves": (fig_lesson02_curves, ["lesson02-mlp.md"]),
     "lesson03-ladder": (fig_lesson03_ladder, ["lesson03-matmul.json"]),
     "lesson03-roofline": (fig_lesson03_roofline, ["lesson03-matmul.json", "lesson03-fusion.json"]),
@@ -878,12 +880,12 @@ FIGURES = {
     "lesson05-plant-rmse-vs-dead-time": (fig_lesson05_plant, ["lesson05-06-rnn-lstm.md"]),
     "lesson06-gradient-vs-distance": (fig_lesson06_gradients, ["lesson05-06-rnn-lstm.md"]),
     "lesson06-same-budget": (fig_lesson06_chars, ["lesson05-06-rnn-lstm.md"]),
-    "lesson06-char-curves": (fig_lesson06_char_curves, None),
-    "lesson07-attention-rows": (fig_lesson07_attention, None),
-    "lesson07-scale": (fig_lesson07_scale, None),
+    "lesson06-char-curves": (fig_lesson06_char_curves, "nnlab lesson05/06 --part chars (about 5 min idle, 2 cores)"),
+    "lesson07-attention-rows": (fig_lesson07_attention, "nnlab lesson07 --out-dir"),
+    "lesson07-scale": (fig_lesson07_scale, "nnlab lesson07 --out-dir"),
     "lesson08-loss-curve": (fig_lesson08_loss, ["lesson08-gpt.md"]),
-    "lesson08-attention-maps": (fig_lesson08_attention, None),
-    "lesson09-ladder-emulated": (fig_lesson09_ladder, None),
+    "lesson08-attention-maps": (fig_lesson08_attention, "nnlab lesson08 --part train (2000 steps: 2 min idle, far more when the cores are busy), nnlab gpt dump"),
+    "lesson09-ladder-emulated": (fig_lesson09_ladder, "nnlab lesson09 --part ladder --device emu --json"),
     "lesson10-kv-cache": (fig_lesson10_kv, ["lesson10-kv.json"]),
     "lesson10-bandwidth-law": (fig_lesson10_law, ["lesson10-law.json"]),
     "lesson10-quantisation": (fig_lesson10_quant, ["lesson10-quant.json"]),
@@ -934,7 +936,7 @@ def check():
             elif os.path.getsize(path) > MAX_BYTES:
                 errors.append(f"{rel(md)}: {target} is {os.path.getsize(path)} bytes (limit {MAX_BYTES})")
     for name, (_, records) in FIGURES.items():
-        for r in records or []:
+        for r in records if isinstance(records, list) else []:
             if not os.path.exists(os.path.join(BENCH, r)):
                 errors.append(f"figure {name}: its record docs/benchmarks/{r} is missing")
     for e in errors:
@@ -961,7 +963,8 @@ def main():
         return check()
     if a.list:
         for name, (fn, records) in FIGURES.items():
-            print(f"{name:34s} {', '.join(records) if records else 'a run: ' + fn.__name__}")
+            print(f"{name:34s} " + ("docs/benchmarks/" + ", ".join(records) if isinstance(records, list)
+                                    else "runs " + records))
         return 0
     CFG.update(bin=os.path.abspath(a.bin), runs=os.path.abspath(a.runs), quick=a.quick, rerun=a.rerun,
                 out=os.path.abspath(a.out) if a.out else None)
