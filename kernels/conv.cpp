@@ -64,6 +64,16 @@ void im2col_image(float* col, const float* img, const ConvShape& s) {
             continue;
           }
           const float* src = plane + static_cast<ptrdiff_t>(ih) * s.W;
+          if (s.stride == 1) {
+            // iw = ow - pad + kw is inside the image for ow in [lo, hi): zeros, one
+            // contiguous copy, zeros (no test per pixel; the profile had im2col at 14%).
+            const int lo = std::clamp(s.pad - kw, 0, OW);
+            const int hi = std::clamp(s.W + s.pad - kw, lo, OW);
+            std::fill(d, d + lo, 0.0f);
+            std::copy(src + lo - s.pad + kw, src + hi - s.pad + kw, d + lo);
+            std::fill(d + hi, d + OW, 0.0f);
+            continue;
+          }
           for (int ow = 0; ow < OW; ++ow) {
             const int iw = ow * s.stride - s.pad + kw;
             d[ow] = (iw >= 0 && iw < s.W) ? src[iw] : 0.0f;
@@ -351,12 +361,25 @@ namespace {
 // Direct convolution pays off while one output pixel's sum is short: C*KH*KW <= 27
 // (an RGB 3x3 layer still qualifies); lesson 04's conv1 has 9.
 constexpr int kDirectMaxTaps = 27;
+// One output row is the vector: rows are computed OWp = OW rounded up to kRowLanes wide
+// (28 -> 32: two full 16-lane AVX-512 registers, no scalar remainder loop), the extra
+// lanes read zero padding and are never stored. Rows wider than kMaxRow go to v3.
+constexpr int kRowLanes = 16;
+constexpr int kMaxRow = 256;
 
-bool use_direct(const ConvShape& s) { return s.stride == 1 && s.C * s.KH * s.KW <= kDirectMaxTaps; }
+int round_up(int n, int m) { return (n + m - 1) / m * m; }
 
-// One image, zero-padded: (C, H + 2 pad, W + 2 pad), so the inner loops need no bounds tests.
+bool use_direct(const ConvShape& s) {
+  return s.stride == 1 && s.C * s.KH * s.KW <= kDirectMaxTaps && round_up(s.OW(), kRowLanes) <= kMaxRow;
+}
+
+// The padded image's row width: every shifted read of an OWp-wide row stays inside it.
+int padded_width(const ConvShape& s) { return round_up(s.OW(), kRowLanes) + s.KW - 1; }
+
+// One image, zero-padded: (C, H + 2 pad, WPp), the image at column pad, so the inner loops
+// need no bounds tests.
 void pad_image(float* padded, const float* img, const ConvShape& s) {
-  const int HP = s.H + 2 * s.pad, WP = s.W + 2 * s.pad;
+  const int HP = s.H + 2 * s.pad, WP = padded_width(s);
   std::fill(padded, padded + static_cast<ptrdiff_t>(s.C) * HP * WP, 0.0f);
   for (int c = 0; c < s.C; ++c) {
     for (int h = 0; h < s.H; ++h) {
@@ -375,11 +398,12 @@ void conv2d_forward_v4(float* out, const float* inp, const float* weight, const 
     return;
   }
   // stride 1: out[o][oh][ow] = bias[o] + sum_{c,kh,kw} w[o][c][kh][kw] * pad[c][oh+kh][ow+kw].
-  // One output row (OW floats) is the vector: every tap is one multiply-add of a shifted
-  // input row, `omp simd` over ow (28 = one full + one masked 16-lane register on AVX-512).
+  // acc (OWp) is one output row in registers (a local array: the compiler knows nothing
+  // aliases it); every tap is one multiply-add of a shifted padded input row.
   check_shape(s);
   const int OH = s.OH(), OW = s.OW();
-  const int HP = s.H + 2 * s.pad, WP = s.W + 2 * s.pad;
+  const int OWp = round_up(OW, kRowLanes);
+  const int HP = s.H + 2 * s.pad, WP = padded_width(s);
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < s.B; ++b) {
     float* padded = thread_scratch<float, 2>(static_cast<size_t>(s.C) * HP * WP);
@@ -388,22 +412,25 @@ void conv2d_forward_v4(float* out, const float* inp, const float* weight, const 
       const float* w_o = weight + static_cast<ptrdiff_t>(o) * s.C * s.KH * s.KW;
       const float bo = bias != nullptr ? bias[o] : 0.0f;
       for (int oh = 0; oh < OH; ++oh) {
-        float* row = out + ((static_cast<ptrdiff_t>(b) * s.OC + o) * OH + oh) * OW;
+        alignas(64) float acc[kMaxRow];
 #pragma omp simd
-        for (int ow = 0; ow < OW; ++ow) row[ow] = bo;
+        for (int ow = 0; ow < OWp; ++ow) acc[ow] = bo;
         for (int c = 0; c < s.C; ++c) {
           for (int kh = 0; kh < s.KH; ++kh) {
             const float* in_row = padded + (static_cast<ptrdiff_t>(c) * HP + oh + kh) * WP;
             for (int kw = 0; kw < s.KW; ++kw) {
               const float wv = w_o[(c * s.KH + kh) * s.KW + kw];
-#pragma omp simd
-              for (int ow = 0; ow < OW; ++ow) row[ow] += wv * in_row[ow + kw];
+              const float* shifted = in_row + kw;
+#pragma omp simd aligned(acc : 64)
+              for (int ow = 0; ow < OWp; ++ow) acc[ow] += wv * shifted[ow];
             }
           }
         }
+        float* row = out + ((static_cast<ptrdiff_t>(b) * s.OC + o) * OH + oh) * OW;
         if (relu) {
-#pragma omp simd
-          for (int ow = 0; ow < OW; ++ow) row[ow] = std::max(row[ow], 0.0f);
+          for (int ow = 0; ow < OW; ++ow) row[ow] = std::max(acc[ow], 0.0f);
+        } else {
+          std::copy(acc, acc + OW, row);
         }
       }
     }
@@ -416,22 +443,31 @@ void conv2d_backward_v4(float* dinp, float* dweight, float* dbias, const float* 
     conv2d_backward_v3(dinp, dweight, dbias, dout, inp, weight, s);
     return;
   }
-  // stride 1, per image b of a chunk:
+  // stride 1, per image b of a chunk, per output channel o:
   //   dweight[o][c][kh][kw] += sum_{oh,ow} dout[o][oh][ow] * pad[c][oh+kh][ow+kw]
   //   dpad[c][oh+kh][ow+kw] += dout[o][oh][ow] * w[o][c][kh][kw];  dinp = dpad without the border
+  // dout's plane o is first copied into g (OH, OWp), zero beyond OW, so every row
+  // operation is OWp wide and the padding lanes add exact zeros.
   check_shape(s);
   const int OH = s.OH(), OW = s.OW();
-  const int HP = s.H + 2 * s.pad, WP = s.W + 2 * s.pad;
+  const int OWp = round_up(OW, kRowLanes);
+  const int HP = s.H + 2 * s.pad, WP = padded_width(s);
   const int taps = s.C * s.KH * s.KW;
   const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
+  const ptrdiff_t plane = static_cast<ptrdiff_t>(s.C) * HP * WP;
   backward_in_chunks(dweight, dbias, s, [&](int b, float* pw, float* pb) {
-    float* padded = thread_scratch<float, 2>(2 * static_cast<size_t>(s.C) * HP * WP);
-    float* dpad = padded + static_cast<ptrdiff_t>(s.C) * HP * WP;
-    float* acc = thread_scratch<float, 4>(static_cast<size_t>(OW));
+    float* padded = thread_scratch<float, 2>(2 * static_cast<size_t>(plane) + static_cast<size_t>(OH) * OWp);
+    float* dpad = padded + plane;
+    float* g = dpad + plane;
     pad_image(padded, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, s);
-    if (dinp != nullptr) std::fill(dpad, dpad + static_cast<ptrdiff_t>(s.C) * HP * WP, 0.0f);
+    if (dinp != nullptr) std::fill(dpad, dpad + plane, 0.0f);
     const float* dout_b = dout + static_cast<ptrdiff_t>(b) * s.OC * P;
     for (int o = 0; o < s.OC; ++o) {
+      for (int oh = 0; oh < OH; ++oh) {
+        const float* src = dout_b + (static_cast<ptrdiff_t>(o) * OH + oh) * OW;
+        std::copy(src, src + OW, g + static_cast<ptrdiff_t>(oh) * OWp);
+        std::fill(g + static_cast<ptrdiff_t>(oh) * OWp + OW, g + static_cast<ptrdiff_t>(oh + 1) * OWp, 0.0f);
+      }
       float* pw_o = pw + static_cast<ptrdiff_t>(o) * taps;
       const float* w_o = weight + static_cast<ptrdiff_t>(o) * taps;
       for (int c = 0; c < s.C; ++c) {
@@ -439,24 +475,26 @@ void conv2d_backward_v4(float* dinp, float* dweight, float* dbias, const float* 
           for (int kw = 0; kw < s.KW; ++kw) {
             const int t = (c * s.KH + kh) * s.KW + kw;
             // acc[ow] sums column ow over the rows (a vector of partial sums, no reduction
-            // inside the loop), then one pass adds the OW partials in order.
-            std::fill(acc, acc + OW, 0.0f);
-            for (int oh = 0; oh < OH; ++oh) {
-              const float* g = dout_b + (static_cast<ptrdiff_t>(o) * OH + oh) * OW;
-              const float* in_row = padded + (static_cast<ptrdiff_t>(c) * HP + oh + kh) * WP + kw;
+            // inside the loop), then one pass adds the OWp partials in order.
+            alignas(64) float acc[kMaxRow];
 #pragma omp simd
-              for (int ow = 0; ow < OW; ++ow) acc[ow] += g[ow] * in_row[ow];
+            for (int ow = 0; ow < OWp; ++ow) acc[ow] = 0.0f;
+            for (int oh = 0; oh < OH; ++oh) {
+              const float* g_row = g + static_cast<ptrdiff_t>(oh) * OWp;
+              const float* in_row = padded + (static_cast<ptrdiff_t>(c) * HP + oh + kh) * WP + kw;
+#pragma omp simd aligned(acc : 64)
+              for (int ow = 0; ow < OWp; ++ow) acc[ow] += g_row[ow] * in_row[ow];
             }
             float sum = 0.0f;
-            for (int ow = 0; ow < OW; ++ow) sum += acc[ow];
+            for (int ow = 0; ow < OWp; ++ow) sum += acc[ow];
             pw_o[t] += sum;
             if (dinp != nullptr) {
               const float wv = w_o[t];
               for (int oh = 0; oh < OH; ++oh) {
-                const float* g = dout_b + (static_cast<ptrdiff_t>(o) * OH + oh) * OW;
+                const float* g_row = g + static_cast<ptrdiff_t>(oh) * OWp;
                 float* d_row = dpad + (static_cast<ptrdiff_t>(c) * HP + oh + kh) * WP + kw;
 #pragma omp simd
-                for (int ow = 0; ow < OW; ++ow) d_row[ow] += wv * g[ow];
+                for (int ow = 0; ow < OWp; ++ow) d_row[ow] += wv * g_row[ow];
               }
             }
           }
@@ -519,12 +557,20 @@ void maxpool2x2_forward(float* out, int32_t* argmax, const float* inp, int B, in
       for (int ow = 0; ow < OW; ++ow) {
         // The reference's order and comparisons exactly: (0,0), (0,1), (1,0), (1,1), a later
         // pixel wins only if strictly greater (NaN never wins, the first of ties is kept).
+        // Selects, not branches: which pixel wins is data, and a mispredicted branch per
+        // comparison made this loop 12% of a training step in the profile.
         const int i0 = 2 * oh * W + 2 * ow;
         int best = i0;
         float m = r0[2 * ow];
-        if (r0[2 * ow + 1] > m) { best = i0 + 1; m = r0[2 * ow + 1]; }
-        if (r1[2 * ow] > m) { best = i0 + W; m = r1[2 * ow]; }
-        if (r1[2 * ow + 1] > m) { best = i0 + W + 1; m = r1[2 * ow + 1]; }
+        const bool c1 = r0[2 * ow + 1] > m;
+        m = c1 ? r0[2 * ow + 1] : m;
+        best = c1 ? i0 + 1 : best;
+        const bool c2 = r1[2 * ow] > m;
+        m = c2 ? r1[2 * ow] : m;
+        best = c2 ? i0 + W : best;
+        const bool c3 = r1[2 * ow + 1] > m;
+        m = c3 ? r1[2 * ow + 1] : m;
+        best = c3 ? i0 + W + 1 : best;
         o_plane[oh * OW + ow] = m;
         a_plane[oh * OW + ow] = best;
       }

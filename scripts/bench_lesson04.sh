@@ -17,7 +17,8 @@
 # threads and scripts/cnn_torch.py bench at torch threads 1 and 2 (OPENBLAS_NUM_THREADS the
 # same), contiguous and channels_last, OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset; then the
 # medians, ratios to PyTorch's best, and docs/benchmarks/lesson04-vs-torch.json.
-# STEPS (default 50) training steps / inference batches per timed round.
+# STEPS (default 50) training steps / inference batches per timed round; PYTHON (default
+# /usr/bin/python3) must import torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset release >/dev/null
@@ -37,7 +38,7 @@ if [[ "${1:-}" == "--vs-torch" ]]; then
     for t in 1 2; do
       for fmt in contiguous channels_last; do
         env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
-          python3 scripts/cnn_torch.py bench --threads "$t" --format "$fmt" --steps "$steps" --repeats 1 \
+          "${PYTHON:-/usr/bin/python3}" scripts/cnn_torch.py bench --threads "$t" --format "$fmt" --steps "$steps" --repeats 1 \
           | sed "s/^/round $r /" | tee -a "$log"
       done
     done
