@@ -313,22 +313,31 @@ void add_row_sums(float* pb, const float* dout_b, int OC, int P) {
 
 }  // namespace
 
-void conv2d_forward_v3(float* out, const float* inp, const float* weight, const float* bias,
-                       const ConvShape& s, bool relu) {
-  // per image b: col_b (K, P) = im2col(inp_b); out_b (OC, P) = weight (OC, K) * col_b
-  check_shape(s);
+namespace {
+// v3's work for ONE image: out_b (OC, P) = weight (OC, K) * im2col(img), + bias, ReLU.
+void forward_image_v3(float* out_b, const float* img, const float* weight, const float* bias,
+                      const ConvShape& s, bool relu) {
   const int P = s.OH() * s.OW();
   const int K = s.C * s.KH * s.KW;
   ConvShape one = s;
   one.B = 1;
+  // lesson 04's conv2: 288 x 196 floats = 226 KB, in L2 from im2col to the sgemm.
+  float* col = thread_scratch<float, 2>(static_cast<size_t>(K) * P);
+  im2col_image(col, img, one);
+  sgemm_v5(Trans::No, Trans::No, s.OC, P, K, 1.0f, weight, K, col, P, 0.0f, out_b, P);
+  epilogue(out_b, bias, s.OC, P, relu);
+}
+}  // namespace
+
+void conv2d_forward_v3(float* out, const float* inp, const float* weight, const float* bias,
+                       const ConvShape& s, bool relu) {
+  // per image b: col_b (K, P) = im2col(inp_b); out_b (OC, P) = weight (OC, K) * col_b
+  check_shape(s);
+  const ptrdiff_t P = static_cast<ptrdiff_t>(s.OH()) * s.OW();
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < s.B; ++b) {
-    // lesson 04's conv2: 288 x 196 floats = 226 KB, in L2 from im2col to the sgemm.
-    float* col = thread_scratch<float, 2>(static_cast<size_t>(K) * P);
-    im2col_image(col, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, one);
-    float* out_b = out + static_cast<ptrdiff_t>(b) * s.OC * P;
-    sgemm_v5(Trans::No, Trans::No, s.OC, P, K, 1.0f, weight, K, col, P, 0.0f, out_b, P);
-    epilogue(out_b, bias, s.OC, P, relu);
+    forward_image_v3(out + b * s.OC * P, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, weight, bias, s,
+                     relu);
   }
 }
 
@@ -391,49 +400,59 @@ void pad_image(float* padded, const float* img, const ConvShape& s) {
 
 }  // namespace
 
+namespace {
+// v4's direct convolution of ONE image (use_direct(s) holds).
+void forward_image_v4(float* out_b, const float* img, const float* weight, const float* bias,
+                      const ConvShape& s, bool relu) {
+  // stride 1: out[o][oh][ow] = bias[o] + sum_{c,kh,kw} w[o][c][kh][kw] * pad[c][oh+kh][ow+kw].
+  // acc (OWp) is one output row in registers (a local array: the compiler knows nothing
+  // aliases it); every tap is one multiply-add of a shifted padded input row.
+  const int OH = s.OH(), OW = s.OW();
+  const int OWp = round_up(OW, kRowLanes);
+  const int HP = s.H + 2 * s.pad, WP = padded_width(s);
+  float* padded = thread_scratch<float, 2>(static_cast<size_t>(s.C) * HP * WP);
+  pad_image(padded, img, s);
+  for (int o = 0; o < s.OC; ++o) {
+    const float* w_o = weight + static_cast<ptrdiff_t>(o) * s.C * s.KH * s.KW;
+    const float bo = bias != nullptr ? bias[o] : 0.0f;
+    for (int oh = 0; oh < OH; ++oh) {
+      alignas(64) float acc[kMaxRow];
+#pragma omp simd
+      for (int ow = 0; ow < OWp; ++ow) acc[ow] = bo;
+      for (int c = 0; c < s.C; ++c) {
+        for (int kh = 0; kh < s.KH; ++kh) {
+          const float* in_row = padded + (static_cast<ptrdiff_t>(c) * HP + oh + kh) * WP;
+          for (int kw = 0; kw < s.KW; ++kw) {
+            const float wv = w_o[(c * s.KH + kh) * s.KW + kw];
+            const float* shifted = in_row + kw;
+#pragma omp simd aligned(acc : 64)
+            for (int ow = 0; ow < OWp; ++ow) acc[ow] += wv * shifted[ow];
+          }
+        }
+      }
+      float* row = out_b + (static_cast<ptrdiff_t>(o) * OH + oh) * OW;
+      if (relu) {
+        for (int ow = 0; ow < OW; ++ow) row[ow] = std::max(acc[ow], 0.0f);
+      } else {
+        std::copy(acc, acc + OW, row);
+      }
+    }
+  }
+}
+}  // namespace
+
 void conv2d_forward_v4(float* out, const float* inp, const float* weight, const float* bias,
                        const ConvShape& s, bool relu) {
   if (!use_direct(s)) {
     conv2d_forward_v3(out, inp, weight, bias, s, relu);
     return;
   }
-  // stride 1: out[o][oh][ow] = bias[o] + sum_{c,kh,kw} w[o][c][kh][kw] * pad[c][oh+kh][ow+kw].
-  // acc (OWp) is one output row in registers (a local array: the compiler knows nothing
-  // aliases it); every tap is one multiply-add of a shifted padded input row.
   check_shape(s);
-  const int OH = s.OH(), OW = s.OW();
-  const int OWp = round_up(OW, kRowLanes);
-  const int HP = s.H + 2 * s.pad, WP = padded_width(s);
+  const ptrdiff_t P = static_cast<ptrdiff_t>(s.OH()) * s.OW();
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < s.B; ++b) {
-    float* padded = thread_scratch<float, 2>(static_cast<size_t>(s.C) * HP * WP);
-    pad_image(padded, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, s);
-    for (int o = 0; o < s.OC; ++o) {
-      const float* w_o = weight + static_cast<ptrdiff_t>(o) * s.C * s.KH * s.KW;
-      const float bo = bias != nullptr ? bias[o] : 0.0f;
-      for (int oh = 0; oh < OH; ++oh) {
-        alignas(64) float acc[kMaxRow];
-#pragma omp simd
-        for (int ow = 0; ow < OWp; ++ow) acc[ow] = bo;
-        for (int c = 0; c < s.C; ++c) {
-          for (int kh = 0; kh < s.KH; ++kh) {
-            const float* in_row = padded + (static_cast<ptrdiff_t>(c) * HP + oh + kh) * WP;
-            for (int kw = 0; kw < s.KW; ++kw) {
-              const float wv = w_o[(c * s.KH + kh) * s.KW + kw];
-              const float* shifted = in_row + kw;
-#pragma omp simd aligned(acc : 64)
-              for (int ow = 0; ow < OWp; ++ow) acc[ow] += wv * shifted[ow];
-            }
-          }
-        }
-        float* row = out + ((static_cast<ptrdiff_t>(b) * s.OC + o) * OH + oh) * OW;
-        if (relu) {
-          for (int ow = 0; ow < OW; ++ow) row[ow] = std::max(acc[ow], 0.0f);
-        } else {
-          std::copy(acc, acc + OW, row);
-        }
-      }
-    }
+    forward_image_v4(out + b * s.OC * P, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, weight, bias, s,
+                     relu);
   }
 }
 
@@ -543,37 +562,68 @@ void conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dou
 }
 
 // ---- 2x2 max-pooling -------------------------------------------------------------------------
+namespace {
+// One (H, W) plane -> (H/2, W/2) and its argmax.
+void maxpool2x2_plane(float* o_plane, int32_t* a_plane, const float* plane, int H, int W) {
+  const int OH = H / 2, OW = W / 2;
+  for (int oh = 0; oh < OH; ++oh) {
+    const float* r0 = plane + static_cast<ptrdiff_t>(2 * oh) * W;
+    const float* r1 = r0 + W;
+    for (int ow = 0; ow < OW; ++ow) {
+      // The reference's order and comparisons exactly: (0,0), (0,1), (1,0), (1,1), a later
+      // pixel wins only if strictly greater (NaN never wins, the first of ties is kept).
+      // Selects, not branches: which pixel wins is data, and a mispredicted branch per
+      // comparison is expensive.
+      const int i0 = 2 * oh * W + 2 * ow;
+      int best = i0;
+      float m = r0[2 * ow];
+      const bool c1 = r0[2 * ow + 1] > m;
+      m = c1 ? r0[2 * ow + 1] : m;
+      best = c1 ? i0 + 1 : best;
+      const bool c2 = r1[2 * ow] > m;
+      m = c2 ? r1[2 * ow] : m;
+      best = c2 ? i0 + W : best;
+      const bool c3 = r1[2 * ow + 1] > m;
+      m = c3 ? r1[2 * ow + 1] : m;
+      best = c3 ? i0 + W + 1 : best;
+      o_plane[oh * OW + ow] = m;
+      a_plane[oh * OW + ow] = best;
+    }
+  }
+}
+}  // namespace
+
 void maxpool2x2_forward(float* out, int32_t* argmax, const float* inp, int B, int C, int H, int W) {
   if (B <= 0 || C <= 0 || H < 2 || W < 2) throw std::invalid_argument("maxpool2x2: bad shape");
-  const int OH = H / 2, OW = W / 2;
+  const ptrdiff_t out_plane = static_cast<ptrdiff_t>(H / 2) * (W / 2);
 #pragma omp parallel for schedule(static)
   for (int bc = 0; bc < B * C; ++bc) {
-    const float* plane = inp + static_cast<ptrdiff_t>(bc) * H * W;
-    float* o_plane = out + static_cast<ptrdiff_t>(bc) * OH * OW;
-    int32_t* a_plane = argmax + static_cast<ptrdiff_t>(bc) * OH * OW;
-    for (int oh = 0; oh < OH; ++oh) {
-      const float* r0 = plane + static_cast<ptrdiff_t>(2 * oh) * W;
-      const float* r1 = r0 + W;
-      for (int ow = 0; ow < OW; ++ow) {
-        // The reference's order and comparisons exactly: (0,0), (0,1), (1,0), (1,1), a later
-        // pixel wins only if strictly greater (NaN never wins, the first of ties is kept).
-        // Selects, not branches: which pixel wins is data, and a mispredicted branch per
-        // comparison made this loop 12% of a training step in the profile.
-        const int i0 = 2 * oh * W + 2 * ow;
-        int best = i0;
-        float m = r0[2 * ow];
-        const bool c1 = r0[2 * ow + 1] > m;
-        m = c1 ? r0[2 * ow + 1] : m;
-        best = c1 ? i0 + 1 : best;
-        const bool c2 = r1[2 * ow] > m;
-        m = c2 ? r1[2 * ow] : m;
-        best = c2 ? i0 + W : best;
-        const bool c3 = r1[2 * ow + 1] > m;
-        m = c3 ? r1[2 * ow + 1] : m;
-        best = c3 ? i0 + W + 1 : best;
-        o_plane[oh * OW + ow] = m;
-        a_plane[oh * OW + ow] = best;
-      }
+    maxpool2x2_plane(out + bc * out_plane, argmax + bc * out_plane, inp + static_cast<ptrdiff_t>(bc) * H * W, H, W);
+  }
+}
+
+void conv2d_relu_maxpool2x2_forward(float* act, float* pool, int32_t* argmax, const float* inp,
+                                    const float* weight, const float* bias, const ConvShape& s) {
+  check_shape(s);
+  const int OH = s.OH(), OW = s.OW();
+  if (OH < 2 || OW < 2) throw std::invalid_argument("conv2d_relu_maxpool2x2: output smaller than 2x2");
+  const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
+  const ptrdiff_t pool_plane = static_cast<ptrdiff_t>(OH / 2) * (OW / 2);
+  const bool direct = use_direct(s);
+  // One image at a time per thread: its act (lesson 04's conv1: 32 x 28 x 28 = 100 KB) is
+  // pooled while it is still in L2, instead of being read back from memory by a second pass.
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < s.B; ++b) {
+    float* act_b = act + b * s.OC * P;
+    const float* img = inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W;
+    if (direct) {
+      forward_image_v4(act_b, img, weight, bias, s, /*relu=*/true);
+    } else {
+      forward_image_v3(act_b, img, weight, bias, s, /*relu=*/true);
+    }
+    for (int o = 0; o < s.OC; ++o) {
+      const ptrdiff_t bo = static_cast<ptrdiff_t>(b) * s.OC + o;
+      maxpool2x2_plane(pool + bo * pool_plane, argmax + bo * pool_plane, act_b + o * P, OH, OW);
     }
   }
 }

@@ -86,6 +86,13 @@ using ConvVersion = OpVersion<ConvFns>;
 const std::vector<ConvVersion>& conv2d_versions();
 const ConvVersion& conv2d_version(const std::string& number_or_name);
 
+// ---- the fused forward of a conv block: conv + bias + ReLU + 2x2 max-pool ----------------------
+// v4 (or v3 where v4 falls back to it) per image, then that image's 2x2 max-pool while its
+// act is still in cache: act (B, OC, OH, OW) = max(0, conv + bias), pool and argmax as
+// maxpool2x2_forward(act) gives them, bit for bit (tests/test_kernels_conv.cpp). OH, OW >= 2.
+void conv2d_relu_maxpool2x2_forward(float* act, float* pool, int32_t* argmax, const float* inp,
+                                    const float* weight, const float* bias, const ConvShape& s);
+
 // ---- 2x2 max-pooling, stride 2 (lesson 04's), NCHW ------------------------------------------
 // inp (B, C, H, W) -> out (B, C, H/2, W/2); argmax holds, per output, the index h * W + w of
 // the winner in its channel plane (the first of equal maxima, as nn::maxpool2d_forward).

@@ -379,6 +379,18 @@ void Conv2d::forward(float* out, const float* inp, int B, int H, int W, bool rel
   have_forward_ = true;
 }
 
+void Conv2d::forward_relu_maxpool2x2(float* act, float* pool, int32_t* argmax, const float* inp, int B,
+                                     int H, int W) {
+  const Conv2dDims d = dims(B, H, W);
+  check_conv2d(d);
+  NN_CHECK(d.OH() >= 2 && d.OW() >= 2, "conv layer " << name << ": a " << d.OH() << "x" << d.OW()
+                                                     << " output is too small for a 2x2 max-pool");
+  kernels::conv2d_relu_maxpool2x2_forward(act, pool, argmax, inp, weight.data(), bias.data(), to_kernels(d));
+  input_ = inp;
+  last_ = d;
+  have_forward_ = true;
+}
+
 void Conv2d::backward(float* dinp, const float* dout, int B, int H, int W) {
   const Conv2dDims d = dims(B, H, W);
   NN_CHECK(have_forward_ && last_.B == B && last_.H == H && last_.W == W,

@@ -132,6 +132,12 @@ struct Conv2d {
   // same pass (its backward then needs out itself: out > 0 exactly where the sum was).
   // inp must stay alive until backward: the backward recomputes from it what it needs.
   void forward(float* out, const float* inp, int B, int H, int W, bool relu = false);
+  // The conv block of lesson 04 in one pass per image (kernels::conv2d_relu_maxpool2x2_forward):
+  // act (B, OC, OH, OW) = max(0, conv + bias), pool (B, OC, OH/2, OW/2) and its argmax, the
+  // image pooled while its act is in cache. The backward is backward() after the pool's and
+  // the ReLU's backwards, as for forward(..., relu = true) + kernels::maxpool2x2_forward.
+  void forward_relu_maxpool2x2(float* act, float* pool, int32_t* argmax, const float* inp, int B, int H,
+                               int W);
   // dout (B, OC, OH, OW) -> dinp (assigned, skipped if nullptr), dweight/dbias accumulated.
   // Needs the forward of the same batch just before. dout is the gradient of the conv's
   // sum (before a fused ReLU): apply relu_backward first.

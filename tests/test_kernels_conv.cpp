@@ -246,3 +246,40 @@ TEST_CASE("maxpool2x2 gives nn::maxpool2d's outputs, argmax and gradient bit for
     CHECK(dx == dref);
   }
 }
+
+TEST_CASE("conv2d_relu_maxpool2x2 = conv (top rung, ReLU) then maxpool2x2, bit for bit, any thread count",
+          "[conv][pool][kernels]") {
+  const int saved = omp_get_max_threads();
+  for (const kernels::ConvShape& s : shapes()) {
+    if (s.OH() < 2 || s.OW() < 2) continue;
+    INFO(shape_str(s));
+    nn::Rng rng(25);
+    const auto x = random_floats(rng, s.inp_size());
+    const auto w = random_floats(rng, s.weight_size(), 0.3f);
+    const auto b = random_floats(rng, s.OC);
+    const size_t n_pool = static_cast<size_t>(s.B) * s.OC * (s.OH() / 2) * (s.OW() / 2);
+    std::vector<float> act_ref(static_cast<size_t>(s.out_size())), pool_ref(n_pool);
+    std::vector<int32_t> arg_ref(n_pool);
+    kernels::conv2d_forward(act_ref.data(), x.data(), w.data(), b.data(), s, /*relu=*/true);
+    kernels::maxpool2x2_forward(pool_ref.data(), arg_ref.data(), act_ref.data(), s.B, s.OC, s.OH(), s.OW());
+    for (int t = 1; t <= 2; ++t) {
+      INFO(t << " threads");
+      omp_set_num_threads(t);
+      std::vector<float> act(act_ref.size() + 1, std::numeric_limits<float>::quiet_NaN()), pool(n_pool + 1);
+      std::vector<int32_t> arg(n_pool + 1, -1);
+      act.back() = pool.back() = kSentinel;
+      arg.back() = 12345;
+      kernels::conv2d_relu_maxpool2x2_forward(act.data(), pool.data(), arg.data(), x.data(), w.data(), b.data(), s);
+      REQUIRE(act.back() == kSentinel);
+      REQUIRE(pool.back() == kSentinel);
+      REQUIRE(arg.back() == 12345);
+      act.pop_back();
+      pool.pop_back();
+      arg.pop_back();
+      CHECK(act == act_ref);
+      CHECK(pool == pool_ref);
+      CHECK(arg == arg_ref);
+    }
+  }
+  omp_set_num_threads(saved);
+}

@@ -117,12 +117,11 @@ const float* Cnn::forward(const float* x, int B, bool train) {
   last_train_ = train;
   const float* h = x;  // (B, C, H, W) of the current block's input
   for (ConvBlock& k : blocks_) {
-    const int C = k.conv.out_channels;
-    // act = max(0, conv(h) + bias): the ReLU is fused into the convolution's last pass
-    k.conv.forward(k.act.data(), h, B, k.in_h, k.in_w, /*relu=*/true);
-    // pool = max over 2x2 (kernels::maxpool2x2: nn::maxpool2d_forward with K = stride = 2,
-    // unrolled; the same outputs and argmax, bit for bit)
-    kernels::maxpool2x2_forward(k.pool.data(), k.argmax.data(), k.act.data(), B, C, k.in_h, k.in_w);
+    // act = max(0, conv(h) + bias), pool = max over 2x2 of act, in one pass per image
+    // (kernels::conv2d_relu_maxpool2x2_forward): the ReLU and the pooling run while the
+    // image's act is still in cache. The same numbers as conv, relu_forward, then
+    // nn::maxpool2d_forward(K = stride = 2), bit for bit.
+    k.conv.forward_relu_maxpool2x2(k.act.data(), k.pool.data(), k.argmax.data(), h, B, k.in_h, k.in_w);
     h = k.pool.data();
   }
   // flatten: h is (B, C, H/2, W/2) in NCHW = (B, flat_) row-major. Nothing to do.
