@@ -553,7 +553,9 @@ const ConvVersion& conv2d_version(const std::string& number_or_name) {
 
 void conv2d_forward(float* out, const float* inp, const float* weight, const float* bias,
                     const ConvShape& s, bool relu) {
-  conv2d_forward_v4(out, inp, weight, bias, s, relu);
+  // v3, not v4: v4's direct forward measured slower than v3's im2col + sgemm on conv1
+  // (docs/benchmarks/cnn-vs-pytorch.md), so the fastest validated forward is v3's.
+  conv2d_forward_v3(out, inp, weight, bias, s, relu);
 }
 
 void conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -609,18 +611,14 @@ void conv2d_relu_maxpool2x2_forward(float* act, float* pool, int32_t* argmax, co
   if (OH < 2 || OW < 2) throw std::invalid_argument("conv2d_relu_maxpool2x2: output smaller than 2x2");
   const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
   const ptrdiff_t pool_plane = static_cast<ptrdiff_t>(OH / 2) * (OW / 2);
-  const bool direct = use_direct(s);
   // One image at a time per thread: its act (lesson 04's conv1: 32 x 28 x 28 = 100 KB) is
   // pooled while it is still in L2, instead of being read back from memory by a second pass.
+  // The convolution is v3's (the fastest validated forward, conv2d_forward).
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < s.B; ++b) {
     float* act_b = act + b * s.OC * P;
     const float* img = inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W;
-    if (direct) {
-      forward_image_v4(act_b, img, weight, bias, s, /*relu=*/true);
-    } else {
-      forward_image_v3(act_b, img, weight, bias, s, /*relu=*/true);
-    }
+    forward_image_v3(act_b, img, weight, bias, s, /*relu=*/true);
     for (int o = 0; o < s.OC; ++o) {
       const ptrdiff_t bo = static_cast<ptrdiff_t>(b) * s.OC + o;
       maxpool2x2_plane(pool + bo * pool_plane, argmax + bo * pool_plane, act_b + o * P, OH, OW);

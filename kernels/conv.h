@@ -26,7 +26,13 @@
 //   v4  v3, except where C*KH*KW is small (lesson 04's first layer: C = 1, a K = 9
 //       product in which im2col and packing are most of the work): direct convolution,
 //       one output row at a time, vectorised over the row (SIMD over width).
-// conv2d_forward/backward below are the fastest validated version: what nn/ calls.
+//       Measured (docs/benchmarks/cnn-vs-pytorch.md, loaded 2-core VM, batch 64, 1 thread):
+//       conv1 forward v3 1.35 ms, v4 11.0 ms: v4's forward is SLOWER (its row accumulator
+//       lives on the stack, each of the 9 taps reloads and stores it, and every (o, oh)
+//       row re-reads the padded input: no register blocking over output channels); its
+//       backward is level with v3 (13.4 vs 13.7 ms with dinp; 3.95 vs 4.70 ms without,
+//       per-thread CPU time). conv2 runs v3's code in both.
+// conv2d_forward below is v3 and conv2d_backward v4: the fastest validated of each.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +77,7 @@ void conv2d_backward_v3(float* dinp, float* dweight, float* dbias, const float* 
 void conv2d_backward_v4(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const ConvShape& s);
 
-// The fastest validated versions (v4).
+// The fastest validated versions: forward v3, backward v4 (see above).
 void conv2d_forward(float* out, const float* inp, const float* weight, const float* bias,
                     const ConvShape& s, bool relu);
 void conv2d_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -87,7 +93,7 @@ const std::vector<ConvVersion>& conv2d_versions();
 const ConvVersion& conv2d_version(const std::string& number_or_name);
 
 // ---- the fused forward of a conv block: conv + bias + ReLU + 2x2 max-pool ----------------------
-// v4 (or v3 where v4 falls back to it) per image, then that image's 2x2 max-pool while its
+// v3 (conv2d_forward's rung) per image, then that image's 2x2 max-pool while its
 // act is still in cache: act (B, OC, OH, OW) = max(0, conv + bias), pool and argmax as
 // maxpool2x2_forward(act) gives them, bit for bit (tests/test_kernels_conv.cpp). OH, OW >= 2.
 void conv2d_relu_maxpool2x2_forward(float* act, float* pool, int32_t* argmax, const float* inp,
