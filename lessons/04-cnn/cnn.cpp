@@ -253,7 +253,9 @@ int run_bench_part(const Options& o) {
       for (size_t i = 0; i < versions.size(); ++i) {
         json << (i ? ", " : "") << "\"" << versions[i].id() << "\": " << std::setprecision(6) << t[i];
       }
-      json << "}}";
+      // loops_s / im2col_s: v1 and v2 under the names the notebook (notebooks/make_04_cnn.py)
+      // and older bench.json files use.
+      json << "}, \"loops_s\": " << t[0] << ", \"im2col_s\": " << t[1] << "}";
       first = false;
     }
   }
