@@ -5,7 +5,9 @@
 // -> 64, 3x3, pad 1): the profile of the v2 trainer was ~45% GEMM, 18% im2col/col2im, 8%
 // max-pooling, the rest element-wise passes (bias, ReLU, reorders) over tensors that no
 // longer fit in L2. v3 keeps each image's column matrix in L2 and fuses the element-wise
-// work into the pass that produced the data; v4 removes im2col where it is pure overhead.
+// work into the pass that produced the data; v4 removes im2col where it looked like pure
+// overhead (conv1, 9 taps): its backward is level with v3 or faster, its forward measured
+// SLOWER (kernels/conv.h says why), so conv2d_forward is v3 and conv2d_backward v4.
 #include "kernels/conv.h"
 
 #include <algorithm>

@@ -254,8 +254,10 @@ int run_bench_part(const Options& o) {
         json << (i ? ", " : "") << "\"" << versions[i].id() << "\": " << std::setprecision(6) << t[i];
       }
       // loops_s / im2col_s: v1 and v2 under the names the notebook (notebooks/make_04_cnn.py)
-      // and older bench.json files use.
-      json << "}, \"loops_s\": " << t[0] << ", \"im2col_s\": " << t[1] << "}";
+      // and older bench.json files use, with v2's column matrix and the input in bytes.
+      json << "}, \"loops_s\": " << t[0] << ", \"im2col_s\": " << t[1]
+           << ", \"col_bytes\": " << 4 * static_cast<int64_t>(d.C) * d.KH * d.KW * d.B * d.OH() * d.OW()
+           << ", \"inp_bytes\": " << 4 * d.inp_size() << "}";
       first = false;
     }
   }
