@@ -57,4 +57,13 @@ if(NNLAB_BUILD_TESTS)
     set_tests_properties("python: gpt_torch reference" PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP ")
   endif()
   set_tests_properties("python: gpt_torch reference" PROPERTIES LABELS "python" TIMEOUT 600)
+  # Lesson 04's twin (scripts/cnn_torch.py) against lesson04 on the same weights: eval and
+  # one forward + backward. Skips by itself without torch or the Fashion-MNIST package.
+  if(NNLAB_TORCH_PYTHON)
+    add_test(NAME "python: cnn_torch twin matches lesson 04"
+             COMMAND "${NNLAB_TORCH_PYTHON}" "${PROJECT_SOURCE_DIR}/tests/python/test_cnn_torch.py"
+                     "${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/lesson04")
+    set_tests_properties("python: cnn_torch twin matches lesson 04" PROPERTIES LABELS "python" TIMEOUT 600
+                         SKIP_REGULAR_EXPRESSION "^SKIP ")
+  endif()
 endif()

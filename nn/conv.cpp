@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/conv.h"
 #include "kernels/matmul.h"
 #include "nn/check.h"
 
@@ -363,12 +364,29 @@ Conv2dDims Conv2d::dims(int B, int H, int W) const {
   return {B, in_channels, H, W, out_channels, kernel, kernel, stride, pad};
 }
 
-void Conv2d::forward(float* out, const float* inp, int B, int H, int W) {
+namespace {
+kernels::ConvShape to_kernels(const Conv2dDims& d) {
+  return {d.B, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.stride, d.pad};
+}
+}  // namespace
+
+void Conv2d::forward(float* out, const float* inp, int B, int H, int W, bool relu) {
   const Conv2dDims d = dims(B, H, W);
   check_conv2d(d);
-  col_.resize(static_cast<size_t>(d.col_size()));
-  work_.resize(static_cast<size_t>(d.out_size()));
-  conv2d_forward_im2col(out, inp, weight.data(), bias.data(), col_.data(), work_.data(), d);
+  kernels::conv2d_forward(out, inp, weight.data(), bias.data(), to_kernels(d), relu);
+  input_ = inp;
+  last_ = d;
+  have_forward_ = true;
+}
+
+void Conv2d::forward_relu_maxpool2x2(float* act, float* pool, int32_t* argmax, const float* inp, int B,
+                                     int H, int W) {
+  const Conv2dDims d = dims(B, H, W);
+  check_conv2d(d);
+  NN_CHECK(d.OH() >= 2 && d.OW() >= 2, "conv layer " << name << ": a " << d.OH() << "x" << d.OW()
+                                                     << " output is too small for a 2x2 max-pool");
+  kernels::conv2d_relu_maxpool2x2_forward(act, pool, argmax, inp, weight.data(), bias.data(), to_kernels(d));
+  input_ = inp;
   last_ = d;
   have_forward_ = true;
 }
@@ -378,10 +396,9 @@ void Conv2d::backward(float* dinp, const float* dout, int B, int H, int W) {
   NN_CHECK(have_forward_ && last_.B == B && last_.H == H && last_.W == W,
            "conv layer " << name << ": backward for a batch of " << B << "x" << H << "x" << W
                          << " without a forward of the same batch just before");
-  work_.resize(static_cast<size_t>(d.out_size()));
-  conv2d_backward_im2col(dinp, dweight.data(), dbias.data(), dout, weight.data(), col_.data(),
-                         work_.data(), d);
-  have_forward_ = false;  // col_ now holds dcol, not im2col(inp)
+  kernels::conv2d_backward(dinp, dweight.data(), dbias.data(), dout, input_, weight.data(),
+                           to_kernels(d));
+  have_forward_ = false;  // one backward per forward, as the layers of nn/layers.h
 }
 
 std::vector<Param> Conv2d::params() {

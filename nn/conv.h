@@ -109,7 +109,9 @@ void maxpool2d_backward(T* dinp, const T* dout, const int32_t* argmax, int B, in
                         int K, int stride);
 
 // ---- the layer -----------------------------------------------------------------------------
-// A convolution that owns its weight, bias, their gradients and the im2col scratch.
+// A convolution that owns its weight, bias and their gradients. Its float forward and
+// backward are kernels::conv2d_forward/backward (kernels/conv.h): the fastest validated
+// rung of the convolution ladder, the one `lesson04 --part bench` validates and times.
 struct Conv2d {
   std::string name;
   int in_channels = 0;
@@ -126,18 +128,25 @@ struct Conv2d {
   // (each output sums C*K*K products, exactly as a linear layer with that many inputs).
   Conv2d(std::string layer_name, int in, int out, int kernel_size, int stride_, int pad_, Rng& rng);
   Conv2dDims dims(int B, int H, int W) const;
-  // inp (B, C, H, W) -> out (B, OC, OH, OW), through im2col + sgemm. Keeps the im2col
-  // matrix for backward.
-  void forward(float* out, const float* inp, int B, int H, int W);
+  // inp (B, C, H, W) -> out (B, OC, OH, OW); relu = true fuses out = max(0, out) into the
+  // same pass (its backward then needs out itself: out > 0 exactly where the sum was).
+  // inp must stay alive until backward: the backward recomputes from it what it needs.
+  void forward(float* out, const float* inp, int B, int H, int W, bool relu = false);
+  // The conv block of lesson 04 in one pass per image (kernels::conv2d_relu_maxpool2x2_forward):
+  // act (B, OC, OH, OW) = max(0, conv + bias), pool (B, OC, OH/2, OW/2) and its argmax, the
+  // image pooled while its act is in cache. The backward is backward() after the pool's and
+  // the ReLU's backwards, as for forward(..., relu = true) + kernels::maxpool2x2_forward.
+  void forward_relu_maxpool2x2(float* act, float* pool, int32_t* argmax, const float* inp, int B, int H,
+                               int W);
   // dout (B, OC, OH, OW) -> dinp (assigned, skipped if nullptr), dweight/dbias accumulated.
-  // Needs the forward of the same batch just before.
+  // Needs the forward of the same batch just before. dout is the gradient of the conv's
+  // sum (before a fused ReLU): apply relu_backward first.
   void backward(float* dinp, const float* dout, int B, int H, int W);
   std::vector<Param> params();
 
  private:
-  std::vector<float> col_;     // (C*K*K, B*OH*OW), im2col(inp) of the last forward
-  std::vector<float> work_;    // (OC, B*OH*OW)
-  Conv2dDims last_{};          // dims of the last forward: backward checks they match
+  const float* input_ = nullptr;  // inp of the last forward
+  Conv2dDims last_{};             // dims of the last forward: backward checks they match
   bool have_forward_ = false;
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/bench_lesson04.sh: run lesson 04's default CNN training and the naive-vs-im2col
-# convolution timing, and record the figures with the machine they ran on in
+# scripts/bench_lesson04.sh: run lesson 04's default CNN training and the convolution
+# ladder's timing (kernels/conv.h, v1..v4), and record the figures with the machine they ran on in
 # docs/benchmarks/lesson04-cnn.md (+ lesson04-conv-bench.json). Extra arguments go to the
 # training program. EXTRA_SEEDS="1 2" also trains with those seeds and records each final
 # accuracy.
@@ -11,11 +11,60 @@
 # measured on the recording machine under load, 60 img/s spinning vs 500 img/s passive.
 # On an idle machine spinning is faster (about 850-970 vs 760 img/s here), so it is left
 # to the environment.
+#
+# `bash scripts/bench_lesson04.sh --vs-torch` instead runs the side-by-side with PyTorch
+# (issue 19): ROUNDS (default 5) alternating rounds of `lesson04 --part speed` at 1 and 2
+# threads and scripts/cnn_torch.py bench at torch threads 1 and 2 (OPENBLAS_NUM_THREADS the
+# same), contiguous and channels_last, OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset; then the
+# medians, ratios to PyTorch's best, and docs/benchmarks/lesson04-vs-torch.json.
+# STEPS (default 50) training steps / inference batches per timed round; PYTHON (default
+# /usr/bin/python3) must import torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset release >/dev/null
 cmake --build --preset release --target lesson04 >/dev/null
 bin=./build/release/bin/lesson04
+if [[ "${1:-}" == "--vs-torch" ]]; then
+  rounds=${ROUNDS:-5}
+  steps=${STEPS:-50}
+  log=out/bench-lesson04-vs-torch.txt
+  mkdir -p out
+  : > "$log"
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"
+  for r in $(seq "$rounds"); do
+    for t in 1 2; do
+      "$bin" --part speed --threads "$t" --speed-steps "$steps" --repeats 1 | grep '^speed' | sed "s/^/round $r /" | tee -a "$log"
+    done
+    for t in 1 2; do
+      for fmt in contiguous channels_last; do
+        env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" \
+          "${PYTHON:-/usr/bin/python3}" scripts/cnn_torch.py bench --threads "$t" --format "$fmt" --steps "$steps" --repeats 1 \
+          | sed "s/^/round $r /" | tee -a "$log"
+      done
+    done
+  done
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"
+  python3 - "$log" <<'PY'
+import json, re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"round \d+ speed\s+(nnlab|torch) threads (\d+)(?: format (\S+))? train_img_s (\d+) infer_img_s (\d+)", line)
+    if m:
+        key = f"{m[1]} {m[2]} thr" + (f" {m[3]}" if m[3] else "")
+        runs.setdefault(key, []).append((int(m[4]), int(m[5])))
+med = {k: (statistics.median(a for a, _ in v), statistics.median(b for _, b in v), len(v)) for k, v in runs.items()}
+best_train = max(v[0] for k, v in med.items() if k.startswith("torch"))
+best_infer = max(v[1] for k, v in med.items() if k.startswith("torch"))
+print("| setting | training img/s | vs torch best | inference img/s (batch 250) | vs torch best | rounds |")
+print("|---|---|---|---|---|---|")
+for k, (a, b, n) in med.items():
+    print(f"| {k} | {a:.0f} | {a / best_train:.2f} | {b:.0f} | {b / best_infer:.2f} | {n} |")
+json.dump({k: {"train_img_s": v[0], "infer_img_s": v[1], "rounds": v[2]} for k, v in med.items()},
+          open("docs/benchmarks/lesson04-vs-torch.json", "w"), indent=1)
+print("wrote docs/benchmarks/lesson04-vs-torch.json")
+PY
+  exit 0
+fi
 out=out/bench-lesson04
 rm -rf "$out"
 mkdir -p "$out"
@@ -47,13 +96,14 @@ PY
 bench_table=$(python3 - "$out/bench.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))
-print(f"batch {b['batch']}, {b['threads']} threads for im2col + sgemm (the loops run on one), median of {b['repeats']}")
+ids = list(b["layers"][0]["seconds"].keys())
+print(f"batch {b['batch']}, {b['threads']} threads (v1, the loops, on one), median of {b['repeats']}; ms (GFLOP/s)")
 print()
-print("| layer | shape (C x H x W -> OC x OH x OW) | pass | naive loops | im2col + sgemm | speedup | loops GFLOP/s | im2col GFLOP/s |")
-print("|---|---|---|---|---|---|---|---|")
+print("| layer | shape (C x H x W -> OC x OH x OW) | pass | " + " | ".join(ids) + " |")
+print("|---|---|---|" + "---|" * len(ids))
 for r in b["layers"]:
-    print(f"| {r['layer']} | {r['shape']} | {r['pass']} | {1e3*r['loops_s']:.1f} ms | {1e3*r['im2col_s']:.1f} ms | "
-          f"{r['loops_s']/r['im2col_s']:.1f}x | {r['flops']/r['loops_s']*1e-9:.2f} | {r['flops']/r['im2col_s']*1e-9:.2f} |")
+    cells = [f"{1e3 * r['seconds'][i]:.2f} ({r['flops'] / r['seconds'][i] * 1e-9:.1f})" for i in ids]
+    print(f"| {r['layer']} | {r['shape']} | {r['pass']} | " + " | ".join(cells) + " |")
 PY
 )
 seeds_table=""
@@ -91,10 +141,10 @@ curve below; the reported figure is the last epoch's, not the best one.
 ${epochs_table}
 ${seeds_table}
 
-## Naive loops vs im2col + sgemm
+## The convolution ladder (kernels/conv.h)
 
-\`lesson04 --part bench --bench-batch 64 --repeats 5\`: both versions validated against each
-other first (max error relative to the largest value < 1e-4), then timed. FLOPs count a
+\`lesson04 --part bench --bench-batch 64 --repeats 5\`: every rung validated against v1 first
+(max error relative to the largest value < 1e-4), then timed. FLOPs count a
 multiply and an add as two; the backward computes dweight and dinp (twice the forward's
 FLOPs).
 

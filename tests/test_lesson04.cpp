@@ -383,7 +383,8 @@ TEST_CASE("lesson 04's README quotes what the conv part prints and names its ops
   for (const char* name : {"conv2d_forward_loops", "conv2d_backward_loops", "im2col", "col2im",
                            "conv2d_forward_im2col", "maxpool2d_forward", "maxpool2d_backward",
                            "09_conv2d_forward", "--part conv", "--part bench", "--part train",
-                           "--part eval"}) {
+                           "--part eval", "--part speed", "kernels/conv.h", "conv2d_forward_v4",
+                           "maxpool2x2_forward", "cnn_torch.py"}) {
     INFO(name);
     REQUIRE_THAT(readme, Catch::Contains(name));
   }

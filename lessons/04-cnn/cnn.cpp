@@ -1,5 +1,6 @@
 // Lesson 04: the conv part (a filter on a hand-made image, stepped through), the bench part
-// (naive loops vs im2col + sgemm, validated then timed), the options and the part order.
+// (the convolution ladder of kernels/conv.h, every rung validated against v1, then timed),
+// the options and the part order.
 // Training and evaluation live in train.cpp, the model in model.cpp.
 #include "lessons/04-cnn/cnn.h"
 
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/conv.h"
 #include "nn/check.h"
 #include "nn/cli_checks.h"
 #include "nn/conv.h"
@@ -173,32 +175,32 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& ref) 
 }  // namespace
 
 int run_bench_part(const Options& o) {
-  std::cout << "== Part 2: naive loops vs im2col + sgemm on this lesson's conv layers ==\n";
+  std::cout << "== Part 2: the convolution ladder (kernels/conv.h) on this lesson's conv layers ==\n";
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const int B = o.bench_batch;
   struct Layer {
     const char* name;
-    nn::Conv2dDims d;
+    kernels::ConvShape s;
   };
   std::vector<Layer> layers;
   int c = 1, hw = 28;
   for (size_t l = 0; l < o.channels.size() && hw >= 2; ++l) {
-    layers.push_back({l == 0 ? "conv1" : (l == 1 ? "conv2" : "conv3+"),
-                      {B, c, hw, hw, o.channels[l], 3, 3, 1, 1}});
+    layers.push_back({l == 0 ? "conv1" : (l == 1 ? "conv2" : "conv3+"), {B, c, hw, hw, o.channels[l], 3, 3, 1, 1}});
     c = o.channels[l];
     hw /= 2;
   }
-  std::cout << "batch " << B << ", median of " << o.repeats << " runs after a warm-up, "
-            << omp_get_max_threads() << " threads for im2col (the loops run on one)\n";
+  const auto& versions = kernels::conv2d_versions();
+  std::cout << "batch " << B << ", median of " << o.repeats << " runs after a warm-up, " << omp_get_max_threads()
+            << " threads (v1, the loops, runs on one); forward with the fused ReLU\n";
   std::ostringstream json;
   json << "{\n  \"batch\": " << B << ",\n  \"threads\": " << omp_get_max_threads()
        << ",\n  \"repeats\": " << o.repeats << ",\n  \"layers\": [";
-  std::cout << std::left << std::setw(8) << "layer" << std::setw(26) << "shape" << std::setw(10) << "pass"
-            << std::right << std::setw(12) << "loops ms" << std::setw(12) << "im2col ms" << std::setw(10)
-            << "speedup" << std::setw(14) << "loops GF/s" << std::setw(14) << "im2col GF/s" << "\n";
+  std::cout << std::left << std::setw(8) << "layer" << std::setw(26) << "shape" << std::setw(10) << "pass";
+  for (const kernels::ConvVersion& v : versions) std::cout << std::right << std::setw(16) << (v.id() + " ms (GF/s)");
+  std::cout << "\n";
   bool first = true;
   for (const Layer& layer : layers) {
-    const nn::Conv2dDims& d = layer.d;
+    const kernels::ConvShape& d = layer.s;
     nn::Rng rng(o.seed);
     std::vector<float> x(static_cast<size_t>(d.inp_size())), w(static_cast<size_t>(d.weight_size())),
         bias(static_cast<size_t>(d.OC)), g(static_cast<size_t>(d.out_size()));
@@ -206,53 +208,58 @@ int run_bench_part(const Options& o) {
     for (float& v : w) v = rng.normal(0.0f, 0.3f);
     for (float& v : bias) v = rng.normal();
     for (float& v : g) v = rng.normal();
-    std::vector<float> out_ref(g.size()), out(g.size()), col(static_cast<size_t>(d.col_size())),
-        work(g.size());
-    std::vector<float> dx_ref(x.size()), dw_ref(w.size(), 0.0f), db_ref(bias.size(), 0.0f);
-    std::vector<float> dx(x.size()), dw(w.size(), 0.0f), db(bias.size(), 0.0f);
-    // 1. validate: the im2col path against the loops, forward and backward
-    nn::conv2d_forward_loops(out_ref.data(), x.data(), w.data(), bias.data(), d);
-    nn::conv2d_forward_im2col(out.data(), x.data(), w.data(), bias.data(), col.data(), work.data(), d);
-    nn::conv2d_backward_loops(dx_ref.data(), dw_ref.data(), db_ref.data(), g.data(), x.data(), w.data(), d);
-    nn::conv2d_backward_im2col(dx.data(), dw.data(), db.data(), g.data(), w.data(), col.data(), work.data(), d);
-    const double err = std::max({max_rel_diff(out, out_ref), max_rel_diff(dx, dx_ref), max_rel_diff(dw, dw_ref)});
-    NN_CHECK(err < 1e-4, layer.name << ": im2col disagrees with the loops (max relative error " << err
-                                    << "): not timing an op that is wrong");
-    // 2. time
+    // 1. validate every rung against v1, the loops, forward and backward
+    std::vector<float> out_ref(g.size()), dx_ref(x.size()), dw_ref(w.size(), 0.0f), db_ref(bias.size(), 0.0f);
+    kernels::conv2d_forward_v1(out_ref.data(), x.data(), w.data(), bias.data(), d, true);
+    kernels::conv2d_backward_v1(dx_ref.data(), dw_ref.data(), db_ref.data(), g.data(), x.data(), w.data(), d);
+    std::vector<float> out(g.size()), dx(x.size()), dw(w.size()), db(bias.size());
+    for (const kernels::ConvVersion& v : versions) {
+      std::fill(dw.begin(), dw.end(), 0.0f);
+      std::fill(db.begin(), db.end(), 0.0f);
+      v.fn.forward(out.data(), x.data(), w.data(), bias.data(), d, true);
+      v.fn.backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), d);
+      const double err = std::max({max_rel_diff(out, out_ref), max_rel_diff(dx, dx_ref), max_rel_diff(dw, dw_ref),
+                                   max_rel_diff(db, db_ref)});
+      NN_CHECK(err < 1e-4, layer.name << ": conv2d " << v.id() << " disagrees with v1 (max relative error " << err
+                                      << "): not timing an op that is wrong");
+    }
+    // 2. time every rung
     const double flops = 2.0 * static_cast<double>(d.out_size()) * d.C * d.KH * d.KW;  // multiply + add
-    const double fwd_loops = median_seconds([&] {
-      nn::conv2d_forward_loops(out_ref.data(), x.data(), w.data(), bias.data(), d);
-    }, o.repeats);
-    const double fwd_im2col = median_seconds([&] {
-      nn::conv2d_forward_im2col(out.data(), x.data(), w.data(), bias.data(), col.data(), work.data(), d);
-    }, o.repeats);
-    const double bwd_loops = median_seconds([&] {
-      nn::conv2d_backward_loops(dx_ref.data(), dw_ref.data(), db_ref.data(), g.data(), x.data(), w.data(), d);
-    }, o.repeats);
-    const double bwd_im2col = median_seconds([&] {
-      nn::im2col(col.data(), x.data(), d);  // the backward consumes col: refill it, as training does in forward
-      nn::conv2d_backward_im2col(dx.data(), dw.data(), db.data(), g.data(), w.data(), col.data(), work.data(), d);
-    }, o.repeats);
+    std::vector<double> fwd, bwd;
+    for (const kernels::ConvVersion& v : versions) {
+      fwd.push_back(median_seconds([&] { v.fn.forward(out.data(), x.data(), w.data(), bias.data(), d, true); },
+                                   o.repeats));
+      bwd.push_back(median_seconds(
+          [&] { v.fn.backward(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), d); }, o.repeats));
+    }
     std::ostringstream shape;
     shape << d.C << "x" << d.H << "x" << d.W << "->" << d.OC << "x" << d.OH() << "x" << d.OW();
-    struct Row { const char* pass; double loops, im2col, fl; };
-    for (const Row& r : {Row{"forward", fwd_loops, fwd_im2col, flops}, Row{"backward", bwd_loops, bwd_im2col, 2 * flops}}) {
-      std::cout << std::left << std::setw(8) << layer.name << std::setw(26) << shape.str() << std::setw(10)
-                << r.pass << std::right << std::fixed << std::setprecision(2) << std::setw(12)
-                << 1e3 * r.loops << std::setw(12) << 1e3 * r.im2col << std::setw(9) << r.loops / r.im2col
-                << "x" << std::setw(14) << r.fl / r.loops * 1e-9 << std::setw(14) << r.fl / r.im2col * 1e-9
-                << "\n";
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<double>& t = pass == 0 ? fwd : bwd;
+      const double fl = pass == 0 ? flops : 2 * flops;  // the backward computes dweight and dinp
+      const char* name = pass == 0 ? "forward" : "backward";
+      std::cout << std::left << std::setw(8) << layer.name << std::setw(26) << shape.str() << std::setw(10) << name
+                << std::right << std::fixed;
+      for (double sec : t) {
+        std::ostringstream cell;
+        cell << std::fixed << std::setprecision(2) << 1e3 * sec << " (" << std::setprecision(1)
+             << fl / sec * 1e-9 << ")";
+        std::cout << std::setw(16) << cell.str();
+      }
+      std::cout << "\n";
+      std::cout.unsetf(std::ios::floatfield);
       json << (first ? "" : ",") << "\n    {\"layer\": \"" << layer.name << "\", \"shape\": \"" << shape.str()
-           << "\", \"pass\": \"" << r.pass << "\", \"flops\": " << r.fl << ", \"loops_s\": " << std::setprecision(6)
-           << r.loops << ", \"im2col_s\": " << r.im2col << ", \"col_bytes\": " << 4 * d.col_size()
+           << "\", \"pass\": \"" << name << "\", \"flops\": " << fl << ", \"seconds\": {";
+      for (size_t i = 0; i < versions.size(); ++i) {
+        json << (i ? ", " : "") << "\"" << versions[i].id() << "\": " << std::setprecision(6) << t[i];
+      }
+      // loops_s / im2col_s: v1 and v2 under the names the notebook (notebooks/make_04_cnn.py)
+      // and older bench.json files use, with v2's column matrix and the input in bytes.
+      json << "}, \"loops_s\": " << t[0] << ", \"im2col_s\": " << t[1]
+           << ", \"col_bytes\": " << 4 * static_cast<int64_t>(d.C) * d.KH * d.KW * d.B * d.OH() * d.OW()
            << ", \"inp_bytes\": " << 4 * d.inp_size() << "}";
       first = false;
     }
-    std::cout << "        im2col matrix " << d.C * d.KH * d.KW << " x " << d.B * d.OH() * d.OW() << " = "
-              << std::setprecision(1) << 4e-6 * static_cast<double>(d.col_size()) << " MB vs the input's "
-              << 4e-6 * static_cast<double>(d.inp_size()) << " MB (x" << d.KH * d.KW
-              << " minus the padding: every pixel copied once per kernel position)\n";
-    std::cout.unsetf(std::ios::floatfield);
   }
   json << "\n  ]\n}\n";
   std::filesystem::create_directories(o.out_dir);
@@ -267,7 +274,7 @@ int run_bench_part(const Options& o) {
 // ---- options and part order ---------------------------------------------------------------------
 void add_options(CLI::App& app, Options& o) {
   app.add_option("--part", o.part, "Which part to run (all = conv, bench, train)")
-      ->check(CLI::IsMember({"conv", "bench", "train", "eval", "all"}))
+      ->check(CLI::IsMember({"conv", "bench", "train", "eval", "speed", "grads", "all"}))
       ->capture_default_str();
   app.add_flag("--trace", o.trace, "conv: print every term of one output's sum");
 
@@ -314,6 +321,8 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 1024))->capture_default_str()->group(b);
   app.add_option("--repeats", o.repeats, "Timed runs per variant (the median is reported)")
       ->check(CLI::Range(1, 1000))->capture_default_str()->group(b);
+  app.add_option("--speed-steps", o.speed_steps, "speed: training steps and inference batches per timed round")
+      ->check(CLI::Range(1, 100000))->capture_default_str()->group(b);
 }
 
 int run(const Options& o) {
@@ -321,6 +330,8 @@ int run(const Options& o) {
   if (o.part == "bench") return run_bench_part(o);
   if (o.part == "train") return run_train_part(o);
   if (o.part == "eval") return run_eval_part(o);
+  if (o.part == "speed") return run_speed_part(o);
+  if (o.part == "grads") return run_grads_part(o);
   for (auto* part : {&run_conv_part, &run_bench_part, &run_train_part}) {
     const int status = part(o);
     if (status != 0) return status;

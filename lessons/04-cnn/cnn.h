@@ -3,11 +3,14 @@
 // Four parts:
 //   conv   a 3x3 filter on a hand-made 8x8 image, stepped through: the plain loops, then
 //          im2col + matmul giving the same numbers, then max-pooling and the backward
-//   bench  naive loops vs im2col + sgemm on this lesson's two conv layers, validated, then
-//          timed (writes bench.json for the notebook)
+//   bench  the convolution ladder (kernels/conv.h v1..v4) on this lesson's two conv layers,
+//          every rung validated against v1, then timed (writes bench.json for the notebook)
 //   train  a small CNN on Fashion-MNIST: progress bar, log, checkpoint, test evaluation,
 //          confusion matrix, filters and feature maps for the notebook
 //   eval   load a checkpoint and evaluate it on the test set
+//   speed  training and inference images/s on real batches (not in "all"): what
+//          scripts/bench_lesson04.sh compares with the PyTorch twin (scripts/cnn_torch.py)
+//   grads  one forward + backward on a checkpoint, written out for the twin's parity test
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,7 +22,7 @@
 namespace lesson04 {
 
 struct Options {
-  std::string part = "all";  // conv | bench | train | eval | all (= conv, bench, train)
+  std::string part = "all";  // conv | bench | train | eval | speed | grads | all (= conv, bench, train)
   bool trace = false;        // conv: print every term of one output's sum
 
   // ---- part "train" (and "eval"): the Fashion-MNIST CNN ----
@@ -45,6 +48,8 @@ struct Options {
   // ---- part "bench" ----
   int bench_batch = 16;                   // images per timed call
   int repeats = 5;                        // timed runs per variant (median reported)
+  // ---- part "speed" ----
+  int speed_steps = 50;                   // training steps (and inference batches) per round
 };
 
 void add_options(CLI::App& app, Options& opts);
@@ -55,5 +60,7 @@ int run_conv_part(const Options& opts);
 int run_bench_part(const Options& opts);
 int run_train_part(const Options& opts);
 int run_eval_part(const Options& opts);
+int run_speed_part(const Options& opts);
+int run_grads_part(const Options& opts);
 
 }  // namespace lesson04

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <sstream>
 
+#include "kernels/conv.h"
 #include "nn/check.h"
 #include "nn/ops.h"
 
@@ -53,7 +54,7 @@ double cnn_training_bytes(const CnnConfig& cfg, int batch) {
   double c = cfg.in_channels, h = cfg.height, w = cfg.width;
   for (int oc : cfg.channels) {
     params += static_cast<double>(oc) * c * 9.0 + oc;         // conv3x3 weight and bias
-    per_image += (9.0 * c + 6.0 * oc) * h * w;                // im2col, work, pre/act and grads, pool
+    per_image += 5.0 * oc * h * w;                            // act, dpre, dact, pool and dpool, argmax
     c = oc;
     h = std::floor(h / 2.0);
     w = std::floor(w / 2.0);
@@ -75,7 +76,7 @@ Cnn::Cnn(CnnConfig cfg, nn::Rng& rng, uint64_t dropout_seed)
   blocks_.reserve(cfg_.channels.size());
   for (size_t l = 0; l < cfg_.channels.size(); ++l) {
     ConvBlock block{nn::Conv2d("conv" + std::to_string(l + 1), c, cfg_.channels[l], 3, 1, 1, rng),
-                    h, w, {}, {}, {}, {}, {}, {}, {}};
+                    h, w, {}, {}, {}, {}, {}, {}};
     blocks_.push_back(std::move(block));
     c = cfg_.channels[l];
     h /= 2;
@@ -90,7 +91,6 @@ void Cnn::ensure_buffers(int B) {
   batch_ = B;
   for (ConvBlock& k : blocks_) {
     const int64_t C = k.conv.out_channels;
-    k.pre = nn::Tensor({B, C, k.in_h, k.in_w});
     k.act = nn::Tensor({B, C, k.in_h, k.in_w});
     k.dpre = nn::Tensor({B, C, k.in_h, k.in_w});
     k.dact = nn::Tensor({B, C, k.in_h, k.in_w});
@@ -117,12 +117,11 @@ const float* Cnn::forward(const float* x, int B, bool train) {
   last_train_ = train;
   const float* h = x;  // (B, C, H, W) of the current block's input
   for (ConvBlock& k : blocks_) {
-    const int C = k.conv.out_channels;
-    const int64_t n = static_cast<int64_t>(B) * C * k.in_h * k.in_w;
-    k.conv.forward(k.pre.data(), h, B, k.in_h, k.in_w);          // pre = conv(h) + bias
-    nn::relu_forward(k.act.data(), k.pre.data(), n);              // act = max(0, pre)
-    nn::maxpool2d_forward(k.pool.data(), k.argmax.data(), k.act.data(), B, C, k.in_h, k.in_w,
-                          2, 2);                                   // pool = max over 2x2
+    // act = max(0, conv(h) + bias), pool = max over 2x2 of act, in one pass per image
+    // (kernels::conv2d_relu_maxpool2x2_forward): the ReLU and the pooling run while the
+    // image's act is still in cache. The same numbers as conv, relu_forward, then
+    // nn::maxpool2d_forward(K = stride = 2), bit for bit.
+    k.conv.forward_relu_maxpool2x2(k.act.data(), k.pool.data(), k.argmax.data(), h, B, k.in_h, k.in_w);
     h = k.pool.data();
   }
   // flatten: h is (B, C, H/2, W/2) in NCHW = (B, flat_) row-major. Nothing to do.
@@ -158,8 +157,9 @@ void Cnn::backward(const float* dlogits, int B) {
     ConvBlock& k = blocks_[l];
     const int C = k.conv.out_channels;
     const int64_t n = static_cast<int64_t>(B) * C * k.in_h * k.in_w;
-    nn::maxpool2d_backward(k.dact.data(), dpool, k.argmax.data(), B, C, k.in_h, k.in_w, 2, 2);
-    nn::relu_backward(k.dpre.data(), k.dact.data(), k.pre.data(), n);
+    kernels::maxpool2x2_backward(k.dact.data(), dpool, k.argmax.data(), B, C, k.in_h, k.in_w);
+    // act > 0 exactly where pre = conv + bias > 0: the ReLU's mask, without keeping pre
+    nn::relu_backward(k.dpre.data(), k.dact.data(), k.act.data(), n);
     // The first block needs no gradient for the image itself: dinp = nullptr skips it.
     float* dinp = l == 0 ? nullptr : blocks_[l - 1].dpool.data();
     k.conv.backward(dinp, k.dpre.data(), B, k.in_h, k.in_w);

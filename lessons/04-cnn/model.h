@@ -38,12 +38,13 @@ std::string join_ints(const std::vector<int>& v);
 void dropout_forward(float* out, float* mask, const float* inp, int64_t N, float p, nn::Rng& rng);
 void dropout_backward(float* dinp, const float* dout, const float* mask, int64_t N);
 
-// One conv block's activations, for a batch of B: conv (B, C, H, W) before the ReLU,
-// act after it, pool (B, C, H/2, W/2) and the argmax that pooling saved.
+// One conv block's activations, for a batch of B: act = relu(conv) (B, C, H, W) (the ReLU
+// is fused into the convolution, so the pre-activation is never stored), pool
+// (B, C, H/2, W/2) and the argmax that pooling saved.
 struct ConvBlock {
   nn::Conv2d conv;
   int in_h = 0, in_w = 0;      // input size of this block
-  nn::Tensor pre, act, pool;   // (B,C,H,W), (B,C,H,W), (B,C,H/2,W/2)
+  nn::Tensor act, pool;        // (B,C,H,W), (B,C,H/2,W/2)
   std::vector<int32_t> argmax; // (B,C,H/2,W/2)
   nn::Tensor dpre, dact;       // gradients of pre and act (B,C,H,W)
   nn::Tensor dpool;            // gradient of pool (B,C,H/2,W/2)
@@ -51,8 +52,8 @@ struct ConvBlock {
 
 // The bytes a Cnn of `cfg` holds while training on batches of `batch` images: parameters with
 // their gradients and Adam's two moments (4 copies), and per image every block's buffers
-// (pre, act, their gradients, pool, its gradient, argmax, im2col's column and work matrix:
-// under (9 C_in + 6 C_out) H W floats) and fc1's. In double, so that no size overflows:
+// (act, dpre, dact, pool, its gradient, argmax: under 5 C_out H W floats; the convolution's
+// scratch is per thread and per image) and fc1's. In double, so that no size overflows:
 // programs check it before building the model (the image size comes from a file).
 double cnn_training_bytes(const CnnConfig& cfg, int batch);
 

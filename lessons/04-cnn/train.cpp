@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -436,6 +437,114 @@ int run_eval_part(const Options& o) {
   write_evaluation(model, data.test, r, o.out_dir, o.dataset);
   std::cout << "result    test accuracy " << nn::format_percent(r.accuracy) << " (" << data.test.size()
             << " images), test loss " << nn::format_fixed(r.loss, 4) << "\n";
+  return 0;
+}
+
+
+// ---- part "speed": training and inference throughput, for the side-by-side with PyTorch ------
+// The same model, batch, Adam and data as part train, without the bookkeeping: `--speed-steps`
+// training steps over real shuffled batches (after 5 warm-up steps) per round, then
+// `--speed-steps` forward passes of the first 250 test images in eval mode (the evaluation
+// batch), `--repeats` rounds, the median printed. scripts/cnn_torch.py bench times its
+// PyTorch twin the same way and prints the same line format; scripts/bench_lesson04.sh
+// alternates the two.
+int run_speed_part(const Options& o) {
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  Data data = load_data(o);
+  const CnnConfig cfg = config_from(o, data.train);
+  check_model_size(cfg, std::max(o.batch_size, kEvalBatch), data.train.images_path);
+  nn::Rng rng(o.seed);
+  Cnn model(cfg, rng, o.seed + 1);
+  std::vector<nn::Param> params = model.params();
+  nn::Adam adam(params, nn::AdamConfig{o.lr, 0.9f, 0.999f, 1e-8f, o.weight_decay});
+  nn::BatchLoader loader(data.train, o.batch_size, /*shuffle=*/true, o.seed);
+  loader.start_epoch();
+  nn::Tensor x;
+  std::vector<int32_t> y;
+  nn::ClassifyBatch batch;
+  const int V = data.train.num_classes;
+  auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  auto train_step = [&] {
+    int B = loader.next(x, y);
+    if (B != o.batch_size) {  // end of the epoch (or a short last batch): start another
+      loader.start_epoch();
+      B = loader.next(x, y);
+    }
+    const float* logits = model.forward(x.data(), B, /*train=*/true);
+    const float loss = batch.forward(logits, y.data(), B, V);
+    NN_CHECK(std::isfinite(loss), "speed: the loss became " << loss);
+    nn::zero_grads(params);
+    model.backward(batch.backward(y.data(), B, V), B);
+    adam.step();
+    return B;
+  };
+  const int eval_B = static_cast<int>(std::min<int64_t>(kEvalBatch, data.test.size()));
+  const float* eval_x = data.test.images.data();
+  for (int i = 0; i < 5; ++i) train_step();
+  model.forward(eval_x, eval_B, /*train=*/false);
+  std::vector<double> train_ips, infer_ips;
+  for (int r = 0; r < o.repeats; ++r) {
+    double t0 = now();
+    int64_t images = 0;
+    for (int i = 0; i < o.speed_steps; ++i) images += train_step();
+    train_ips.push_back(static_cast<double>(images) / (now() - t0));
+    t0 = now();
+    for (int i = 0; i < o.speed_steps; ++i) model.forward(eval_x, eval_B, /*train=*/false);
+    infer_ips.push_back(static_cast<double>(eval_B) * o.speed_steps / (now() - t0));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::cout << std::fixed << std::setprecision(0) << "speed     nnlab threads " << omp_get_max_threads()
+            << " train_img_s " << median(train_ips) << " infer_img_s " << median(infer_ips) << " (batch "
+            << o.batch_size << " / " << eval_B << ", median of " << o.repeats << " x " << o.speed_steps
+            << " steps)\n";
+  std::cout.unsetf(std::ios::floatfield);
+  return 0;
+}
+
+
+// ---- part "grads": one forward + backward on a checkpoint, for the PyTorch parity test ----------
+// The first --batch-size training images, standardised with the checkpoint's pixel statistics,
+// in eval mode (no dropout: the same function on both sides), loss = mean cross-entropy.
+// Writes <out-dir>/grads.txt ("loss X", then "name count" per parameter) and grads.bin (the
+// gradients, float32, in that order): tests/python/test_cnn_torch.py compares them with
+// scripts/cnn_torch.py grads on the same checkpoint.
+int run_grads_part(const Options& o) {
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const std::string path = o.checkpoint.empty() ? o.out_dir + "/cnn.safetensors" : o.checkpoint;
+  Data data = load_data(o);
+  const CnnConfig cfg = config_from(o, data.train);
+  const int B = static_cast<int>(std::min<int64_t>(o.batch_size, data.train.size()));
+  check_model_size(cfg, B, data.train.images_path);
+  nn::Rng rng(o.seed);
+  Cnn model(cfg, rng, o.seed + 1);
+  std::vector<nn::Param> params = model.params();
+  const std::map<std::string, std::string> meta = nn::load_params(path, params);
+  nn::check_params_finite(params, "checkpoint " + path);
+  const CheckpointFacts facts = checkpoint_facts(meta, path, o, cfg);
+  const int64_t pixels = static_cast<int64_t>(B) * data.train.rows * data.train.cols;
+  std::vector<float> x(data.train.images.data(), data.train.images.data() + pixels);
+  if (facts.has_stats) {
+    for (float& p : x) p = ((p * data.stats.std + data.stats.mean) - facts.stats.mean) / facts.stats.std;
+  }
+  nn::ClassifyBatch batch;
+  const float* logits = model.forward(x.data(), B, /*train=*/false);
+  const float loss = batch.forward(logits, data.train.labels.data(), B, data.train.num_classes);
+  nn::zero_grads(params);
+  model.backward(batch.backward(data.train.labels.data(), B, data.train.num_classes), B);
+  std::filesystem::create_directories(o.out_dir);
+  std::ofstream txt(o.out_dir + "/grads.txt");
+  std::ofstream bin(o.out_dir + "/grads.bin", std::ios::binary);
+  NN_CHECK(txt.is_open() && bin.is_open(), "cannot write " << o.out_dir << "/grads.txt, grads.bin");
+  txt << "loss " << exact(loss) << "\n";
+  for (const nn::Param& p : params) {
+    txt << p.name << " " << p.numel() << "\n";
+    bin.write(reinterpret_cast<const char*>(p.grad), static_cast<std::streamsize>(p.numel() * sizeof(float)));
+  }
+  std::cout << "grads     loss " << exact(loss) << " on " << B << " images, written to " << o.out_dir
+            << "/grads.txt, grads.bin\n";
   return 0;
 }
 
