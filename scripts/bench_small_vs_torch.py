@@ -55,7 +55,8 @@ def ours(model, threads, a, tmp):
             if r["kind"] == "epoch":
                 return r["images_per_s"], cmd
     lesson = "lesson05" if model == "rnn" else "lesson06"
-    cmd = [a.bin, lesson, "--part", "chars", "--iters", str(a.iters), "--eval-every", "1000000", "--sample-len", "1",
+    cmd = [a.bin, lesson, "--part", "chars", "--iters", str(a.iters), "--eval-every", "1000000", "--eval-chunks", "1",
+           "--sample-len", "1",
            "--out-dir", os.path.join(tmp, lesson)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     m = re.search(r"\(([0-9.]+) ms/iteration\)", p.stdout)
