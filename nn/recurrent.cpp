@@ -34,6 +34,8 @@
 #include <utility>
 
 #include "kernels/matmul.h"
+#include "kernels/parallel.h"
+#include "kernels/recurrent_cell.h"
 #include "nn/check.h"
 
 namespace nn {
@@ -74,30 +76,26 @@ void matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const T*
   }
 }
 
-// tanh(x). For float, through one exp: tanh(x) = 2 / (1 + exp(-2x)) - 1. glibc's tanhf
-// goes through expm1f, and perf showed it at a third of an LSTM training step (the gates
-// take 2 tanh per unit and step); this form costs one expf and a division and is within
-// ~1e-7 of tanhf (absolute), far below what training can notice. exp(-2x) = inf for very
-// negative x gives 2/inf - 1 = -1, the right limit. Double (the gradient checks) keeps
-// std::tanh.
+// A buffer of the calling thread that lives between calls (kernels::thread_scratch, slots
+// 10-13 here so no kernel's slot 0/1 is shared), seen through the .data() the loops use.
+// Slot k must be used by at most one live Scratch at a time; zero = true clears it.
 template <typename T>
-T tanh_fast(T x) {
-  if constexpr (std::is_same_v<T, float>) {
-    return 2.0f / (1.0f + std::exp(-2.0f * x)) - 1.0f;
-  } else {
-    return std::tanh(x);
+struct Scratch {
+  T* p;
+  Scratch(int slot, size_t n, bool zero = false) : p(pick(slot, n)) {
+    if (zero) std::fill(p, p + n, T(0));
   }
-}
-
-// sigmoid(x) = 1 / (1 + exp(-x)), two branches so exp never overflows (as nn::sigmoid_forward).
-template <typename T>
-T sigmoid(T x) {
-  if (x >= T(0)) {
-    return T(1) / (T(1) + std::exp(-x));
+  static T* pick(int slot, size_t n) {
+    switch (slot) {
+      case 0: return kernels::thread_scratch<T, 10>(n);
+      case 1: return kernels::thread_scratch<T, 11>(n);
+      case 2: return kernels::thread_scratch<T, 12>(n);
+      default: return kernels::thread_scratch<T, 13>(n);
+    }
   }
-  const T e = std::exp(x);
-  return e / (T(1) + e);
-}
+  T* data() const { return p; }
+  T& operator[](ptrdiff_t k) const { return p[k]; }
+};
 
 // Rows (steps * B) of a time-major buffer as the int the matmul takes.
 int rows_of(int steps, int B) {
@@ -134,14 +132,14 @@ void add_column_sums(T* db, const T* dz, int rows, int G) {
 }
 
 // ---- RNN element-wise parts -----------------------------------------------------------
-// h (B, H) holds z without the bias; h = tanh(z + b)
+// h (B, H) holds z without the bias; h = tanh(z + b). kernels/recurrent_cell.h: float runs
+// the fastest validated rung (v2, SIMD), double (the gradient checks) the plain loops (v1).
 template <typename T>
 void rnn_pointwise_forward(T* h, const T* b, int B, int H) {
-  for (int r = 0; r < B; ++r) {
-    T* hr = h + static_cast<ptrdiff_t>(r) * H;
-    for (int j = 0; j < H; ++j) {
-      hr[j] = tanh_fast(hr[j] + b[j]);
-    }
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::rnn_pointwise_forward_v2(h, b, B, H);
+  } else {
+    kernels::rnn_pointwise_forward_v1(h, b, B, H);
   }
 }
 
@@ -154,27 +152,17 @@ void rnn_pointwise_backward(T* dz, const T* dh, const T* h, int64_t n) {
 }
 
 // ---- LSTM element-wise parts ----------------------------------------------------------
+// The gates, the cell and their backward: kernels/recurrent_cell.h has the math and the
+// rungs. float runs the fastest validated rung (v2, SIMD), double (the gradient checks)
+// the plain loops (v1).
 // gates (B, 4H) holds z without the bias on entry, the activations [i f g o] on return.
 // c_prev (B, H) or nullptr (zeros) -> c, h (B, H).
 template <typename T>
 void lstm_pointwise_forward(T* h, T* c, T* gates, const T* c_prev, const T* b, int B, int H) {
-  const ptrdiff_t G = 4 * static_cast<ptrdiff_t>(H);
-  for (int r = 0; r < B; ++r) {
-    T* zr = gates + r * G;  // [ z_i | z_f | z_g | z_o ], each H wide
-    for (int j = 0; j < H; ++j) {
-      const T i = sigmoid(zr[j] + b[j]);              // input gate: how much of g to write
-      const T f = sigmoid(zr[H + j] + b[H + j]);      // forget gate: how much of c to keep
-      const T g = tanh_fast(zr[2 * H + j] + b[2 * H + j]);  // candidate values
-      const T o = sigmoid(zr[3 * H + j] + b[3 * H + j]);    // output gate: how much of c to show
-      zr[j] = i;
-      zr[H + j] = f;
-      zr[2 * H + j] = g;
-      zr[3 * H + j] = o;
-      const ptrdiff_t k = static_cast<ptrdiff_t>(r) * H + j;
-      const T cp = c_prev != nullptr ? c_prev[k] : T(0);
-      c[k] = f * cp + i * g;         // c_t = f * c_{t-1} + i * g
-      h[k] = o * tanh_fast(c[k]);    // h_t = o * tanh(c_t)
-    }
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::lstm_pointwise_forward_v2(h, c, gates, c_prev, b, B, H);
+  } else {
+    kernels::lstm_pointwise_forward_v1(h, c, gates, c_prev, b, B, H);
   }
 }
 
@@ -185,32 +173,10 @@ void lstm_pointwise_forward(T* h, T* c, T* gates, const T* c_prev, const T* b, i
 template <typename T>
 void lstm_pointwise_backward(T* dz, T* dc_prev, const T* dh, const T* dc, const T* gates,
                              const T* c, const T* c_prev, int B, int H) {
-  const ptrdiff_t G = 4 * static_cast<ptrdiff_t>(H);
-  for (int r = 0; r < B; ++r) {
-    const T* gr = gates + r * G;
-    T* dzr = dz + r * G;
-    for (int j = 0; j < H; ++j) {
-      const ptrdiff_t k = static_cast<ptrdiff_t>(r) * H + j;
-      const T i = gr[j], f = gr[H + j], g = gr[2 * H + j], o = gr[3 * H + j];
-      const T tc = tanh_fast(c[k]);
-      const T cp = c_prev != nullptr ? c_prev[k] : T(0);
-      // h = o * tanh(c):  dL/do = dh * tanh(c);  dL/dc gets dh * o * (1 - tanh(c)^2)
-      // on top of what reaches c from step t+1 (c_{t+1} = f_{t+1} c_t + ...).
-      const T d_o = dh[k] * tc;
-      const T dc_total = (dc != nullptr ? dc[k] : T(0)) + dh[k] * o * (T(1) - tc * tc);
-      // c = f * c_prev + i * g
-      const T d_i = dc_total * g;
-      const T d_f = dc_total * cp;
-      const T d_g = dc_total * i;
-      if (dc_prev != nullptr) {
-        dc_prev[k] = dc_total * f;  // the cell path: only a multiplication by f
-      }
-      // through the activations: sigmoid' = s (1 - s), tanh' = 1 - t^2
-      dzr[j] = d_i * i * (T(1) - i);
-      dzr[H + j] = d_f * f * (T(1) - f);
-      dzr[2 * H + j] = d_g * (T(1) - g * g);
-      dzr[3 * H + j] = d_o * o * (T(1) - o);
-    }
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::lstm_pointwise_backward_v2(dz, dc_prev, dh, dc, gates, c, c_prev, B, H);
+  } else {
+    kernels::lstm_pointwise_backward_v1(dz, dc_prev, dh, dc, gates, c, c_prev, B, H);
   }
 }
 
@@ -277,9 +243,11 @@ void rnn_backward(T* dxs, T* dh0, T* dWx, T* dWh, T* db, const T* dhs, const T* 
   check_sizes("rnn_backward", B, C, H, steps);
   const int rows = rows_of(steps, B);
   const ptrdiff_t step_h = static_cast<ptrdiff_t>(B) * H;
-  std::vector<T> dZ(static_cast<size_t>(rows) * H);  // (steps,B,H): dL/dz_t for every step
-  std::vector<T> dh(static_cast<size_t>(step_h));    // (B,H): total dL/dh_t
-  std::vector<T> dh_next(static_cast<size_t>(step_h), T(0));  // (B,H): dL/dh_t via step t+1
+  // Scratch kept by the thread between calls (kernels/parallel.h), not allocated per call:
+  // a fresh 2 MB dZ faults in its pages again at every training step.
+  Scratch<T> dZ(0, static_cast<size_t>(rows) * H);  // (steps,B,H): dL/dz_t for every step
+  Scratch<T> dh(1, static_cast<size_t>(step_h));    // (B,H): total dL/dh_t
+  Scratch<T> dh_next(2, static_cast<size_t>(step_h), true);  // (B,H): dL/dh_t via step t+1, zeros
 
   // The sequential part, from the last step back to the first.
   for (int t = steps - 1; t >= 0; --t) {
@@ -385,10 +353,11 @@ void lstm_backward(T* dxs, T* dh0, T* dc0, T* dWx, T* dWh, T* db, const T* dhs, 
   const int rows = rows_of(steps, B);
   const ptrdiff_t step_h = static_cast<ptrdiff_t>(B) * H;
   const ptrdiff_t step_g = static_cast<ptrdiff_t>(B) * G;
-  std::vector<T> dZ(static_cast<size_t>(rows) * G);  // (steps,B,4H): dL/dz_t for every step
-  std::vector<T> dh(static_cast<size_t>(step_h));    // (B,H): total dL/dh_t
-  std::vector<T> dh_next(static_cast<size_t>(step_h), T(0));  // (B,H): dL/dh_t via step t+1
-  std::vector<T> dc_next(static_cast<size_t>(step_h), T(0));  // (B,H): dL/dc_t via step t+1
+  // Thread-kept scratch, as in rnn_backward (an 8 MB dZ at the lessons' sizes).
+  Scratch<T> dZ(0, static_cast<size_t>(rows) * G);  // (steps,B,4H): dL/dz_t for every step
+  Scratch<T> dh(1, static_cast<size_t>(step_h));    // (B,H): total dL/dh_t
+  Scratch<T> dh_next(2, static_cast<size_t>(step_h), true);  // (B,H): dL/dh_t via step t+1, zeros
+  Scratch<T> dc_next(3, static_cast<size_t>(step_h), true);  // (B,H): dL/dc_t via step t+1, zeros
 
   // The sequential part, from the last step back to the first.
   for (int t = steps - 1; t >= 0; --t) {

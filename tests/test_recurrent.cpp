@@ -7,6 +7,7 @@
 //   - dh_norms, and the vanishing gradient they exist to show;
 //   - the layer's carried state (truncated BPTT) and its parameters.
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,8 +16,10 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kernels/recurrent_cell.h"
 #include "nn/check.h"
 #include "nn/gradcheck.h"
 #include "nn/optim.h"
@@ -934,6 +937,142 @@ TEST_CASE("clip_grad_norm: returns the norm before clipping and clips to max_nor
         g.b[1] = bad;
         REQUIRE_THROWS_AS(nn::clip_grad_norm(g.params(), max_norm), nn::Error);
       }
+    }
+  }
+}
+
+// =======================================================================================
+// The cell's element-wise rungs (kernels/recurrent_cell.h): every rung against v1
+// =======================================================================================
+// Sizes that are not multiples of any vector width (H = 1, 7, 33, 53) next to the lessons'
+// 256, inputs over a wide range (|z| up to ~20: the saturated ends of sigmoid and tanh),
+// outputs pre-filled with NaN and guarded after their end, c_prev / dc as nullptr, and dc
+// aliasing dc_prev as BPTT calls it. Tolerance: poly_exp's relative error (<= 1e-6) through
+// one division and a few products.
+
+TEST_CASE("every LSTM / RNN element-wise rung matches v1 at odd sizes", "[recurrent][kernels]") {
+  nn::Rng rng(91);
+  const double tol = 2e-6;
+  for (const auto& [B, H] : std::vector<std::pair<int, int>>{{1, 1}, {3, 7}, {5, 33}, {2, 53}, {32, 256}}) {
+    CAPTURE(B, H);
+    const size_t bh = sz(B, H), bg = sz(B, 4 * H);
+    const Vec z = random_vec(rng, bg, 6.0), b = random_vec(rng, sz(4, H), 1.0);
+    const Vec cp = random_vec(rng, bh, 1.5), dh = random_vec(rng, bh), dc = random_vec(rng, bh);
+    const FVec zf = to_float(z), bf = to_float(b), cpf = to_float(cp), dhf = to_float(dh), dcf = to_float(dc);
+    for (bool with_prev : {true, false}) {
+      CAPTURE(with_prev);
+      // The reference: v1 in float.
+      FVec h1 = out_buf(bh), c1 = out_buf(bh), g1 = zf;
+      kernels::lstm_pointwise_forward_v1(h1.data(), c1.data(), g1.data(), with_prev ? cpf.data() : nullptr,
+                                         bf.data(), B, H);
+      FVec dz1 = out_buf(bg), dcp1 = out_buf(bh);
+      kernels::lstm_pointwise_backward_v1(dz1.data(), dcp1.data(), dhf.data(), with_prev ? dcf.data() : nullptr,
+                                          g1.data(), c1.data(), with_prev ? cpf.data() : nullptr, B, H);
+      FVec r1 = zf;
+      kernels::rnn_pointwise_forward_v1(r1.data(), bf.data(), B, H);
+      const Vec h1d(h1.begin(), h1.begin() + static_cast<ptrdiff_t>(bh)), c1d(c1.begin(), c1.begin() + static_cast<ptrdiff_t>(bh));
+      const Vec g1d(g1.begin(), g1.end()), dz1d(dz1.begin(), dz1.begin() + static_cast<ptrdiff_t>(bg));
+      const Vec dcp1d(dcp1.begin(), dcp1.begin() + static_cast<ptrdiff_t>(bh)), r1d(r1.begin(), r1.end());
+      for (const auto& v : kernels::lstm_pointwise_forward_versions()) {
+        INFO("lstm forward " << v.id() << " " << v.name);
+        FVec h = out_buf(bh), c = out_buf(bh), g = zf;
+        g.insert(g.end(), kGuardN, kGuard);
+        v.fn(h.data(), c.data(), g.data(), with_prev ? cpf.data() : nullptr, bf.data(), B, H);
+        require_close(h, h1d, tol, tol, "h");
+        require_close(c, c1d, tol, tol, "c");
+        require_close(g, g1d, tol, tol, "gates");
+        require_guard(h, bh, "h");
+        require_guard(c, bh, "c");
+        require_guard(g, bg, "gates");
+      }
+      for (const auto& v : kernels::lstm_pointwise_backward_versions()) {
+        INFO("lstm backward " << v.id() << " " << v.name);
+        FVec dz = out_buf(bg), dcp = out_buf(bh);
+        v.fn(dz.data(), dcp.data(), dhf.data(), with_prev ? dcf.data() : nullptr, g1.data(), c1.data(),
+             with_prev ? cpf.data() : nullptr, B, H);
+        require_close(dz, dz1d, tol, tol, "dz");
+        require_close(dcp, dcp1d, tol, tol, "dc_prev");
+        require_guard(dz, bg, "dz");
+        require_guard(dcp, bh, "dc_prev");
+        // dc_prev in the same buffer as dc (how lstm_backward calls it), and skipped.
+        FVec inout = dcf;
+        FVec dz2 = out_buf(bg);
+        v.fn(dz2.data(), inout.data(), dhf.data(), inout.data(), g1.data(), c1.data(), cpf.data(), B, H);
+        FVec dz_ref = out_buf(bg), dcp_ref = out_buf(bh);
+        kernels::lstm_pointwise_backward_v1(dz_ref.data(), dcp_ref.data(), dhf.data(), dcf.data(), g1.data(),
+                                            c1.data(), cpf.data(), B, H);
+        require_close(inout, Vec(dcp_ref.begin(), dcp_ref.begin() + static_cast<ptrdiff_t>(bh)), tol, tol,
+                      "dc_prev aliasing dc");
+        require_close(dz2, Vec(dz_ref.begin(), dz_ref.begin() + static_cast<ptrdiff_t>(bg)), tol, tol,
+                      "dz with dc aliased");
+        FVec dz3 = out_buf(bg);
+        v.fn(dz3.data(), nullptr, dhf.data(), dcf.data(), g1.data(), c1.data(), cpf.data(), B, H);
+        require_close(dz3, Vec(dz_ref.begin(), dz_ref.begin() + static_cast<ptrdiff_t>(bg)), tol, tol,
+                      "dz without dc_prev");
+      }
+      for (const auto& v : kernels::rnn_pointwise_forward_versions()) {
+        INFO("rnn forward " << v.id() << " " << v.name);
+        FVec r = zf;
+        r.insert(r.end(), kGuardN, kGuard);
+        v.fn(r.data(), bf.data(), B, H);
+        require_close(r, r1d, tol, tol, "h");
+        require_guard(r, bg, "h");
+      }
+    }
+  }
+}
+
+TEST_CASE("the cell's v1 rungs in double match the definitions (sigmoid, tanh)", "[recurrent][kernels]") {
+  // One unit, no batch: the gates by hand from the formulas in kernels/recurrent_cell.h.
+  const double z[4] = {0.3, -1.2, 2.5, -0.4}, b[4] = {0.1, 1.0, -0.5, 0.2}, cp = 0.7;
+  double g[4] = {z[0], z[1], z[2], z[3]}, h = kNaN, c = kNaN;
+  kernels::lstm_pointwise_forward_v1(&h, &c, g, &cp, b, 1, 1);
+  auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  const double i = sig(0.4), f = sig(-0.2), gg = std::tanh(2.0), o = sig(-0.2);
+  REQUIRE(g[0] == Approx(i).epsilon(1e-14));
+  REQUIRE(g[1] == Approx(f).epsilon(1e-14));
+  REQUIRE(g[2] == Approx(gg).epsilon(1e-14));
+  REQUIRE(g[3] == Approx(o).epsilon(1e-14));
+  REQUIRE(c == Approx(f * cp + i * gg).epsilon(1e-14));
+  REQUIRE(h == Approx(o * std::tanh(f * cp + i * gg)).epsilon(1e-14));
+  double r = 0.25;
+  const double rb = -1.0;
+  kernels::rnn_pointwise_forward_v1(&r, &rb, 1, 1);
+  REQUIRE(r == Approx(std::tanh(-0.75)).epsilon(1e-14));
+}
+
+TEST_CASE("the float LSTM and RNN sequence loops give bit-identical results at 1 and 2 threads",
+          "[recurrent][determinism]") {
+  nn::Rng rng(92);
+  const int steps = 6, B = 32, C = 13, H = 520;  // B*H past kMinParallelElems: the cell rungs thread
+  for (int G : {1, 4}) {
+    CAPTURE(G);
+    const Problem p(rng, steps, B, C, H, G, 0.1);
+    const FVec xs = to_float(p.xs), h0 = to_float(p.h0), c0 = to_float(p.c0), Wx = to_float(p.Wx),
+               Wh = to_float(p.Wh), b = to_float(p.b), dhs = to_float(p.dhs);
+    std::vector<FVec> outs[2];
+    for (int threads : {1, 2}) {
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      FVec hs(sz(steps, B, H)), cs(sz(steps, B, H)), gates(sz(steps, B, 4 * H)), dxs(sz(steps, B, C));
+      FVec dh0(sz(B, H)), dc0(sz(B, H)), dWx(Wx.size(), 0.0f), dWh(Wh.size(), 0.0f), db(b.size(), 0.0f);
+      if (G == 1) {
+        nn::rnn_forward(hs.data(), xs.data(), h0.data(), Wx.data(), Wh.data(), b.data(), steps, B, C, H);
+        nn::rnn_backward(dxs.data(), dh0.data(), dWx.data(), dWh.data(), db.data(), dhs.data(), hs.data(),
+                         xs.data(), h0.data(), Wx.data(), Wh.data(), steps, B, C, H);
+      } else {
+        nn::lstm_forward(hs.data(), cs.data(), gates.data(), xs.data(), h0.data(), c0.data(), Wx.data(), Wh.data(),
+                         b.data(), steps, B, C, H);
+        nn::lstm_backward(dxs.data(), dh0.data(), dc0.data(), dWx.data(), dWh.data(), db.data(), dhs.data(),
+                          hs.data(), cs.data(), gates.data(), xs.data(), h0.data(), c0.data(), Wx.data(),
+                          Wh.data(), steps, B, C, H);
+      }
+      omp_set_num_threads(saved);
+      outs[threads - 1] = {hs, cs, gates, dxs, dh0, dc0, dWx, dWh, db};
+    }
+    for (size_t k = 0; k < outs[0].size(); ++k) {
+      CAPTURE(k);
+      REQUIRE(outs[0][k] == outs[1][k]);
     }
   }
 }

@@ -38,6 +38,9 @@ void add_seq_flags(CLI::App& app, SeqFlags& f, const std::string& default_out_di
       ->check(nn::FiniteRange(0.0, 1e6))->capture_default_str()->group(g);
   app.add_option("--eval-every", f.eval_every, "Iterations between validation passes (0: the part's default)")
       ->check(CLI::Range(0, 100000000))->group(g);
+  app.add_option("--eval-chunks", f.eval_chunks,
+                 "Characters: validation chunks per pass (0: the whole validation text; default: all, 10 with --quick)")
+      ->check(CLI::Range(0, 100000000))->group(g);
   app.add_option("--seed", f.seed, "Seed for the weights and the sampling (same seed, same run)")->check(nn::Seed())
       ->capture_default_str()->group(g);
   app.add_option("--load", f.load, "Start from this checkpoint (it must be of the same model)")->group(g);
@@ -95,7 +98,7 @@ seqlab::CharOptions char_options(const SeqFlags& f, const std::string& cell) {
   choose(o.lr, f.lr, 0.0f, false, 0.0f);
   choose(o.iters, f.iters, int64_t{-1}, f.quick, int64_t{60});
   choose(o.eval_every, f.eval_every, 0, f.quick, 20);
-  if (f.quick) o.eval_chunks = 10;
+  choose(o.eval_chunks, f.eval_chunks, -1, f.quick, 10);
   o.corpus = f.corpus;
   o.prompt = f.prompt;
   o.prompt_given = f.prompt_given;

@@ -31,6 +31,7 @@ struct SeqFlags {
   double budget_s = 0.0;   // stop training after this many seconds too (0: no limit)
   float clip = 1.0f;
   int eval_every = 0;      // 0: the part's default
+  int eval_chunks = -1;    // chars: validation chunks per pass (-1: the part's default, 0: all)
   uint64_t seed = 42;
   std::string load;        // checkpoint to start from
   // chars
