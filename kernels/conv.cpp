@@ -326,7 +326,7 @@ void forward_image_v3(float* out_b, const float* img, const float* weight, const
   // lesson 04's conv2: 288 x 196 floats = 226 KB, in L2 from im2col to the sgemm.
   float* col = thread_scratch<float, 2>(static_cast<size_t>(K) * P);
   im2col_image(col, img, one);
-  sgemm_v5(Trans::No, Trans::No, s.OC, P, K, 1.0f, weight, K, col, P, 0.0f, out_b, P);
+  sgemm_serial(Trans::No, Trans::No, s.OC, P, K, 1.0f, weight, K, col, P, 0.0f, out_b, P);
   epilogue(out_b, bias, s.OC, P, relu);
 }
 }  // namespace
@@ -357,10 +357,10 @@ void conv2d_backward_v3(float* dinp, float* dweight, float* dbias, const float* 
     float* col = thread_scratch<float, 2>(static_cast<size_t>(K) * P);
     const float* dout_b = dout + static_cast<ptrdiff_t>(b) * s.OC * P;
     im2col_image(col, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, one);
-    sgemm_v5(Trans::No, Trans::Yes, s.OC, K, P, 1.0f, dout_b, P, col, P, 1.0f, pw, K);
+    sgemm_serial(Trans::No, Trans::Yes, s.OC, K, P, 1.0f, dout_b, P, col, P, 1.0f, pw, K);
     add_row_sums(pb, dout_b, s.OC, P);
     if (dinp != nullptr) {
-      sgemm_v5(Trans::Yes, Trans::No, K, P, s.OC, 1.0f, weight, K, dout_b, P, 0.0f, col, P);
+      sgemm_serial(Trans::Yes, Trans::No, K, P, s.OC, 1.0f, weight, K, dout_b, P, 0.0f, col, P);
       col2im_image(dinp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, col, one);
     }
   });
@@ -541,7 +541,7 @@ const std::vector<ConvVersion>& conv2d_versions() {
       {1, "loops", "the definition: 6- and 7-deep plain loops, one thread", {&conv2d_forward_v1, &conv2d_backward_v1}},
       {2, "im2col-batch", "im2col of the whole batch + one threaded sgemm (out of cache)",
        {&conv2d_forward_v2, &conv2d_backward_v2}},
-      {3, "im2col-per-image", "threads over images, im2col in L2, sgemm_v5 into NCHW, fused bias+ReLU",
+      {3, "im2col-per-image", "threads over images, im2col in L2, sgemm_serial into NCHW, fused bias+ReLU",
        {&conv2d_forward_v3, &conv2d_backward_v3}},
       {4, "direct-thin", "v3, but direct SIMD-over-width convolution where C*KH*KW <= 27",
        {&conv2d_forward_v4, &conv2d_backward_v4}},

@@ -18,9 +18,10 @@
 //   v2  im2col + ONE threaded sgemm for the whole batch (lesson 04's path before issue 19):
 //       the (C*KH*KW, B*OH*OW) column matrix is 9x the input and lives in L3/DRAM, the
 //       product lands in (OC, B, P) order and is copied to NCHW, the backward reorders dout.
-//   v3  per image: im2col into a thread's own (L2-sized) scratch, sgemm_v5 straight into the
-//       image's NCHW output, bias + ReLU while it is still in cache; threads split images,
-//       so the team is woken once per layer, not once per product. Backward recomputes
+//   v3  per image: im2col into a thread's own (L2-sized) scratch, sgemm_serial (v7 on the
+//       calling thread) straight into the image's NCHW output, bias + ReLU while it is
+//       still in cache; threads split images, so the team is woken once per layer, not once
+//       per product. Backward recomputes
 //       im2col per image (cheaper than keeping 9x the input) and sums dweight over FIXED
 //       chunks of images, added in chunk order: results independent of the thread count.
 //   v4  v3, except where C*KH*KW is small (lesson 04's first layer: C = 1, a K = 9

@@ -196,9 +196,9 @@ void col2im(T* dinp, const T* col, const Conv2dDims& d) {
 namespace {
 
 // C (M,N) = op(A) (M,K) * op(B) (K,N) + beta C, BLAS row-major conventions (kernels/matmul.h).
-// float: the lesson-03 sgemm. `threaded` picks kernels::sgemm (v6, rows of C split over the
+// float: the lesson-03 sgemm. `threaded` picks kernels::sgemm (v7, rows of C split over the
 // OpenMP threads) for one big product; inside a loop that is already split over threads by
-// image, sgemm_v5 (the same micro-kernel on one thread). double: plain loops.
+// image, sgemm_serial (the same rung on the calling thread). double: plain loops.
 template <typename T>
 void matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const T* B, int ldb,
             T beta, T* C, int ldc, bool threaded) {
@@ -208,7 +208,7 @@ void matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const T*
     if (threaded) {
       kernels::sgemm(a, b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
     } else {
-      kernels::sgemm_v5(a, b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+      kernels::sgemm_serial(a, b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
     }
   } else {
     (void)threaded;
