@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gpt/profile.h"
+#include "kernels/clock.h"
 #include "kernels/cuda/ceilings.h"  // emulator_warning
 #include "kernels/harness.h"
 #include "nn/check.h"
@@ -138,6 +139,7 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
             << ", vocabulary 65, dropout " << o.dropout << (o.bias ? "" : ", no biases") << "; " << threads
             << " CPU threads; median of " << b.iters << " after " << b.warmup << " warm-up; FLOPs/token "
             << nn::format_si(flops_tok) << "FLOP (6N + 12 L H Q T)\n";
+  kernels::warn_if_busy(std::cout);
 
   struct Row {
     std::string name, precision;

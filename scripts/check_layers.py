@@ -18,7 +18,8 @@ and the layers below it:
     5 lessons   lessons/ (lessons/common/ included: the CLI start-up, the plant simulator), and
                 exercises/manifest.h (the exercises' table, which app/ lists like the lessons)
     6 app       app/
-    7 beside    tests/, exercises/, notebooks/, fuzz/, cmake/: may use everything
+    7 beside    tests/, exercises/, notebooks/, fuzz/, cmake/, scripts/ (the stand-alone
+                timing programs), teacher/ (the answer keys' tools): may use everything
 
 Benchmark code is a leaf for timing, not a library to build on: a file under a bench/
 folder (kernels/bench/, kernels/cuda/bench/) may be included, and a target defined there
@@ -76,6 +77,8 @@ LAYERS = {
     "notebooks/": BESIDE,
     "fuzz/": BESIDE,
     "cmake/": BESIDE,
+    "scripts/": BESIDE,
+    "teacher/": BESIDE,
 }
 # Who may use benchmark code (besides other bench folders).
 BENCH_USERS = {LESSONS, APP, BESIDE}

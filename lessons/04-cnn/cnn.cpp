@@ -16,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/clock.h"
 #include "kernels/conv.h"
 #include "nn/check.h"
 #include "nn/cli_checks.h"
@@ -176,6 +177,7 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& ref) 
 
 int run_bench_part(const Options& o) {
   std::cout << "== Part 2: the convolution ladder (kernels/conv.h) on this lesson's conv layers ==\n";
+  kernels::warn_if_busy(std::cout);
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const int B = o.bench_batch;
   struct Layer {

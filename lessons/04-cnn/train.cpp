@@ -19,6 +19,7 @@
 
 #include "lessons/04-cnn/cnn.h"
 #include "lessons/04-cnn/model.h"
+#include "kernels/clock.h"
 #include "nn/check.h"
 #include "nn/checkpoint.h"
 #include "nn/classify.h"
@@ -458,6 +459,7 @@ int run_speed_part(const Options& o) {
   std::vector<nn::Param> params = model.params();
   nn::Adam adam(params, nn::AdamConfig{o.lr, 0.9f, 0.999f, 1e-8f, o.weight_decay});
   nn::BatchLoader loader(data.train, o.batch_size, /*shuffle=*/true, o.seed);
+  kernels::warn_if_busy(std::cout);
   loader.start_epoch();
   nn::Tensor x;
   std::vector<int32_t> y;
