@@ -180,6 +180,29 @@ void conv2d_backward_v1(float* dinp, float* dweight, float* dbias, const float* 
 }
 
 // ---- v2: im2col of the whole batch + one threaded sgemm ------------------------------------------
+// The whole batch's column matrix col (K, B*P), shared by v2's forward and backward: its
+// columns are image-major, (b, p), so image b's im2col is the (K, P) block at column b*P
+// with row stride B*P. Each thread builds one image's im2col in its own scratch, then
+// copies its rows into place.
+namespace {
+void im2col_batch(float* col, const float* inp, const ConvShape& s) {
+  const int P = s.OH() * s.OW();
+  const int K = s.C * s.KH * s.KW;
+  const ptrdiff_t BP = static_cast<ptrdiff_t>(P) * s.B;
+  ConvShape one = s;
+  one.B = 1;
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < s.B; ++b) {
+    float* tmp = thread_scratch<float, 2>(static_cast<size_t>(K) * P);
+    im2col_image(tmp, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, one);
+    for (int r = 0; r < K; ++r) {
+      std::copy(tmp + static_cast<ptrdiff_t>(r) * P, tmp + static_cast<ptrdiff_t>(r + 1) * P,
+                col + r * BP + static_cast<ptrdiff_t>(b) * P);
+    }
+  }
+}
+}  // namespace
+
 // col (K, B*P), K = C*KH*KW; work (OC, B*P) = weight (OC, K) * col; out_b = work_b + bias.
 // Both are the calling thread's scratch: 9x the input and the output again, out of L2.
 void conv2d_forward_v2(float* out, const float* inp, const float* weight, const float* bias,
@@ -190,19 +213,7 @@ void conv2d_forward_v2(float* out, const float* inp, const float* weight, const 
   const int BP = P * s.B;
   float* col = thread_scratch<float, 0>(static_cast<size_t>(K) * BP);
   float* work = thread_scratch<float, 1>(static_cast<size_t>(s.OC) * BP);
-  // col's columns are image-major, (b, p): image b's im2col is the (K, P) block at column
-  // b*P with row stride B*P.
-  ConvShape one = s;
-  one.B = 1;
-#pragma omp parallel for schedule(static)
-  for (int b = 0; b < s.B; ++b) {
-    float* tmp = thread_scratch<float, 2>(static_cast<size_t>(K) * P);
-    im2col_image(tmp, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, one);
-    for (int r = 0; r < K; ++r) {
-      std::copy(tmp + static_cast<ptrdiff_t>(r) * P, tmp + static_cast<ptrdiff_t>(r + 1) * P,
-                col + static_cast<ptrdiff_t>(r) * BP + static_cast<ptrdiff_t>(b) * P);
-    }
-  }
+  im2col_batch(col, inp, s);
   sgemm(Trans::No, Trans::No, s.OC, BP, K, 1.0f, weight, K, col, BP, 0.0f, work, BP);
   // work is (OC, B, P); out is (B, OC, P): copy each image's rows back, adding the bias.
 #pragma omp parallel for schedule(static)
@@ -230,14 +241,9 @@ void conv2d_backward_v2(float* dinp, float* dweight, float* dbias, const float* 
   ConvShape one = s;
   one.B = 1;
   // The forward's col is not kept (a rung is a pair of stateless functions): rebuild it.
+  im2col_batch(col, inp, s);
 #pragma omp parallel for schedule(static)
   for (int b = 0; b < s.B; ++b) {
-    float* tmp = thread_scratch<float, 2>(static_cast<size_t>(K) * P);
-    im2col_image(tmp, inp + static_cast<ptrdiff_t>(b) * s.C * s.H * s.W, one);
-    for (int r = 0; r < K; ++r) {
-      std::copy(tmp + static_cast<ptrdiff_t>(r) * P, tmp + static_cast<ptrdiff_t>(r + 1) * P,
-                col + static_cast<ptrdiff_t>(r) * BP + static_cast<ptrdiff_t>(b) * P);
-    }
     for (int o = 0; o < s.OC; ++o) {  // dout (B, OC, P) -> dout_t (OC, B*P)
       const float* src = dout + (static_cast<ptrdiff_t>(b) * s.OC + o) * P;
       std::copy(src, src + P, work + static_cast<ptrdiff_t>(o) * BP + static_cast<ptrdiff_t>(b) * P);
