@@ -62,12 +62,12 @@ Backend cpu_backend() {
 
   be.attention_forward = [](float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
-    kernels::attention_forward_v3(out, preatt, att, qkv, B, T, C, NH);
+    kernels::attention_forward_v4(out, preatt, att, qkv, B, T, C, NH);
   };
   be.attention_backward = [](float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
-    kernels::attention_backward_v3(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    kernels::attention_backward_v4(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
   };
 
   be.gelu_forward = kernels::gelu_forward_v2;

@@ -7,6 +7,7 @@
 // O(B NH Tn^2 hs) work.
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -221,6 +222,19 @@ void weighted_rows(float* y, const float* a, const float* rows, ptrdiff_t ld, in
 // register at a time: with hs = 32 on AVX-512 (2 registers) it never forms a group of 4, and
 // runs two passes over j, each ONE dependent FMA chain (4 cycles per FMA: a quarter of an FMA
 // port). Here a remainder of 1-3 registers runs as 1-3 interleaved chains in one pass.
+// The scalar tail of v3's and v4's weighted sums: y[c0..hs) = sum_{j < n} a[j] rows[j * ld + c].
+// One out-of-line copy, so that both rungs run the same instructions (whether the compiler
+// fuses a * b + acc into an FMA is its choice, and it could choose differently in two inlined
+// copies: the rungs would then differ in the last bit).
+[[gnu::noinline]] void weighted_rows_tail(float* y, const float* a, const float* rows, ptrdiff_t ld, int n, int c0,
+                                          int hs) {
+  for (int c = c0; c < hs; ++c) {
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j) acc += a[j] * rows[j * ld + c];
+    y[c] = acc;
+  }
+}
+
 template <int NB>
 inline void weighted_block(float* y, const float* a, const float* rows, ptrdiff_t ld, int n) {
   V::reg acc[NB];
@@ -241,11 +255,7 @@ void weighted_rows_v3(float* y, const float* a, const float* rows, ptrdiff_t ld,
     case 1: weighted_block<1>(y + c, a, rows + c, ld, n); c += W; break;
     default: break;
   }
-  for (; c < hs; ++c) {  // the scalar tail, as v2's
-    float acc = 0.0f;
-    for (int j = 0; j < n; ++j) acc += a[j] * rows[j * ld + c];
-    y[c] = acc;
-  }
+  weighted_rows_tail(y, a, rows, ld, n, c, hs);  // the scalar tail, as v2's
 }
 
 // The weighted sum each rung uses: v2's or v3's (bit-identical; v3 keeps more FMAs in flight).
@@ -255,6 +265,45 @@ inline void weighted_rows_of(float* y, const float* a, const float* rows, ptrdif
     weighted_rows_v3(y, a, rows, ld, n, hs);
   } else {
     weighted_rows(y, a, rows, ld, n, hs);
+  }
+}
+
+// One row of the causal softmax, shared by v2-v4: srow holds the scaled scores of keys 0..t
+// in whole registers (nlanes floats; what lies past t is overwritten). Writes preatt's row
+// (prow: the scores, 0 past t) and att's (arow: the probabilities, 0 past t).
+void softmax_row(float* srow, float* prow, float* arow, int t, int T, int nlanes) {
+  for (int j = t + 1; j < nlanes; ++j) srow[j] = -std::numeric_limits<float>::infinity();
+  // the masked lanes give exp(-inf) = exactly 0 (poly_exp clamps at -88, where its result is 0)
+  V::reg vmax = V::set1(-std::numeric_limits<float>::infinity());
+  for (int j = 0; j < nlanes; j += W) vmax = V::max(vmax, V::load(srow + j));
+  const float maxval = V::hmax(vmax);
+  for (int j = 0; j <= t; ++j) prow[j] = srow[j];
+  for (int j = t + 1; j < T; ++j) prow[j] = 0.0f;
+  const V::reg vm = V::set1(maxval);
+  V::reg vsum = V::zero();
+  for (int j = 0; j < nlanes; j += W) {
+    const V::reg e = poly_exp<V>(V::sub(V::load(srow + j), vm));
+    V::store(srow + j, e);
+    vsum = V::add(vsum, e);
+  }
+  const float inv = 1.0f / V::sum(vsum);
+  for (int j = 0; j <= t; ++j) arow[j] = srow[j] * inv;
+  for (int j = t + 1; j < T; ++j) arow[j] = 0.0f;
+}
+
+// One row of the softmax backward, shared by v2-v4: srow holds datt[0..t] (dout_t . v_t2).
+// Writes datt's row (darow) and dpreatt's (dprow), 0 past t, with the softmax Jacobian:
+// dpreatt[i] = att_i (datt_i - sum_j att_j datt_j).
+void softmax_backward_row(const float* srow, const float* arow, float* darow, float* dprow, int t, int T) {
+  float weighted = 0.0f;
+  for (int j = 0; j <= t; ++j) weighted += arow[j] * srow[j];
+  for (int j = 0; j <= t; ++j) {
+    darow[j] = srow[j];
+    dprow[j] = arow[j] * (srow[j] - weighted);
+  }
+  for (int j = t + 1; j < T; ++j) {
+    darow[j] = 0.0f;
+    dprow[j] = 0.0f;
   }
 }
 
@@ -295,25 +344,8 @@ void attention_forward_heads(float* out, float* preatt, float* att, const float*
       // pass 1: scores for keys 0..t (whole blocks; lanes past t are masked below)
       const int nblk = (t + 1 + W - 1) / W;
       scores_row(srow, q, Kt, hs, ld, nblk, scale);
-      const int nlanes = nblk * W;
-      for (int j = t + 1; j < nlanes; ++j) srow[j] = -std::numeric_limits<float>::infinity();
-      // pass 2: softmax over 0..t; the masked lanes give exp(-inf) = exactly 0 (poly_exp
-      // clamps at -88, where its result is 0)
-      V::reg vmax = V::set1(-std::numeric_limits<float>::infinity());
-      for (int j = 0; j < nlanes; j += W) vmax = V::max(vmax, V::load(srow + j));
-      const float maxval = V::hmax(vmax);
-      for (int j = 0; j <= t; ++j) prow[j] = srow[j];
-      for (int j = t + 1; j < T; ++j) prow[j] = 0.0f;
-      const V::reg vm = V::set1(maxval);
-      V::reg vsum = V::zero();
-      for (int j = 0; j < nlanes; j += W) {
-        const V::reg e = poly_exp<V>(V::sub(V::load(srow + j), vm));
-        V::store(srow + j, e);
-        vsum = V::add(vsum, e);
-      }
-      const float inv = 1.0f / V::sum(vsum);
-      for (int j = 0; j <= t; ++j) arow[j] = srow[j] * inv;
-      for (int j = t + 1; j < T; ++j) arow[j] = 0.0f;
+      // pass 2: softmax over 0..t
+      softmax_row(srow, prow, arow, t, T, nblk * W);
       // pass 3: out_t = sum_{t2 <= t} att[t2] v_t2
       weighted_rows_of<kV3>(out + (static_cast<ptrdiff_t>(b) * T + t) * C + h * hs, arow, vbase, C3, t + 1, hs);
     }
@@ -360,17 +392,7 @@ void attention_backward_heads(float* dqkv, float* dpreatt, float* datt, const fl
       // datt[t2] = dout_t . v_t2 for t2 <= t
       const int nblk = (t + 1 + W - 1) / W;
       scores_row(srow, dobase + static_cast<ptrdiff_t>(t) * C, Vt, hs, ld, nblk, 1.0f);
-      // softmax backward: dpreatt[i] = att_i (datt_i - sum_j att_j datt_j)
-      float weighted = 0.0f;
-      for (int j = 0; j <= t; ++j) weighted += arow[j] * srow[j];
-      for (int j = 0; j <= t; ++j) {
-        darow[j] = srow[j];
-        dprow[j] = arow[j] * (srow[j] - weighted);
-      }
-      for (int j = t + 1; j < T; ++j) {
-        darow[j] = 0.0f;
-        dprow[j] = 0.0f;
-      }
+      softmax_backward_row(srow, arow, darow, dprow, t, T);
       // dq_t = sum_{t2 <= t} (dpreatt[t2] scale) k_t2
       for (int j = 0; j <= t; ++j) coef[j] = dprow[j] * scale;
       weighted_rows_of<kV3>(dbase + t * C3 + h * hs, coef, kh, C3, t + 1, hs);
@@ -397,6 +419,218 @@ void attention_backward_v3(float* dqkv, float* dpreatt, float* datt, const float
   attention_backward_heads<true>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
 }
 
+// ---- v4: several rows at once ------------------------------------------------------------------
+// v3 computes one query row at a time. At the GPT's shapes that is latency-bound: the scores of
+// query t against 16 keys are ONE register, so scores_row runs one dependent FMA chain of hs
+// steps for every query t < 16 (and at most 4 chains for any t <= 64); each weighted sum of
+// rows (out, dq, dk, dv) runs hs / W chains. v4 takes kRows = 4 rows at once (query rows for
+// scores, out and dq; key columns for dk and dv), so every load of a key, value or query
+// register feeds 4 independent chains, as lesson 03's register tiles do for the matrix
+// product. Each element still sums the same terms in the same order as v3 (rows with fewer
+// terms stop earlier), so the results are bit-identical to v3 (and v2); the softmax rows
+// are v3's own functions.
+namespace {
+
+constexpr int kRows = 4;                   // rows (query rows, or key columns) per register tile
+constexpr int kMaxRegs = W >= 16 ? 4 : 2;  // registers per row in a tile: 4 x 4 + 4 of 32 zmm, 4 x 2 + 2 of 16 ymm
+
+// Calls body.template operator()<NB>(c) over [0, n) in chunks of NB <= kMaxRegs registers
+// (c = the first float of the chunk); returns where the whole registers end.
+template <typename Body>
+inline int for_register_chunks(int n, Body&& body) {
+  int c = 0;
+  for (; c + kMaxRegs * W <= n; c += kMaxRegs * W) body.template operator()<kMaxRegs>(c);
+  switch ((n - c) / W) {
+    case 3: if constexpr (kMaxRegs > 3) { body.template operator()<3>(c); c += 3 * W; } break;
+    case 2: if constexpr (kMaxRegs > 2) { body.template operator()<2>(c); c += 2 * W; } break;
+    case 1: body.template operator()<1>(c); c += W; break;
+    default: break;
+  }
+  return c;
+}
+
+// Scores of R rows: s[r * lds + j] = scale * sum_i q_r[i] Mt[i * ld + j] for j in [0, nblk W),
+// q_r = q + r * qs. Each element's FMAs over i in scores_row's order.
+template <int R>
+void scores_rows(float* s, ptrdiff_t lds, const float* q, ptrdiff_t qs, const float* Mt, int hs, int ld,
+                 int nblk, float scale) {
+  for_register_chunks(nblk * W, [&]<int NB>(int c) {
+    V::reg acc[R][NB];
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < NB; ++u) acc[r][u] = V::zero();
+    for (int i = 0; i < hs; ++i) {
+      const float* row = Mt + static_cast<ptrdiff_t>(i) * ld + c;
+      V::reg m[NB];
+      for (int u = 0; u < NB; ++u) m[u] = V::load(row + u * W);
+      for (int r = 0; r < R; ++r) {
+        const V::reg qi = V::set1(q[r * qs + i]);
+        for (int u = 0; u < NB; ++u) acc[r][u] = V::fma(qi, m[u], acc[r][u]);
+      }
+    }
+    const V::reg vs = V::set1(scale);
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < NB; ++u) V::store(s + r * lds + c + u * W, V::mul(acc[r][u], vs));
+  });
+}
+
+// Weighted sums of rows for R query rows with 1, 2, ... more terms each (causal rows t0..t0+R-1):
+//   y_r[0..hs) = sum_{j < n0 + r} a_r[j] rows[j * ld + 0..hs)   (ASSIGNED), y_r = y + r * ys,
+// a_r = a + r * as, each in j order, as weighted_rows_v3 adds them.
+template <int R>
+void weighted_rows_causal(float* y, ptrdiff_t ys, const float* a, ptrdiff_t as, const float* rows, ptrdiff_t ld,
+                          int n0, int hs) {
+  const int c_end = for_register_chunks(hs, [&]<int NB>(int c) {
+    V::reg acc[R][NB];
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < NB; ++u) acc[r][u] = V::zero();
+    auto step = [&](int j, int r_first) {  // term j for rows r_first..R-1
+      const float* rj = rows + j * ld + c;
+      V::reg m[NB];
+      for (int u = 0; u < NB; ++u) m[u] = V::load(rj + u * W);
+      for (int r = r_first; r < R; ++r) {
+        const V::reg aj = V::set1(a[r * as + j]);
+        for (int u = 0; u < NB; ++u) acc[r][u] = V::fma(aj, m[u], acc[r][u]);
+      }
+    };
+    for (int j = 0; j < n0; ++j) step(j, 0);
+    for (int e = 1; e < R; ++e) step(n0 - 1 + e, e);  // the triangle: row r has r terms more
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < NB; ++u) V::store(y + r * ys + c + u * W, acc[r][u]);
+  });
+  for (int r = 0; r < R; ++r) weighted_rows_tail(y + r * ys, a + r * as, rows, ld, n0 + r, c_end, hs);  // v3's tail
+}
+
+// The same for R key columns t2..t2+R-1 (dk, dv): column r sums over the rows t >= t2 + r,
+//   y_r[0..hs) = sum_{t = t2 + r}^{T - 1} coef(t, r) rows[t * ld + 0..hs),
+// coef(t, r) = M[t * T + t2 + r] (* scale when kScale): M is the head's (T, T) dpreatt or att,
+// read along its rows, so no column is gathered (but for a scalar tail: column (T) is its scratch).
+// The terms in t order, as v3's columns add them.
+template <int R, bool kScale>
+void weighted_rows_columns(float* y, ptrdiff_t ys, const float* M, int T, int t2, float scale, const float* rows,
+                           ptrdiff_t ld, int hs, float* column) {
+  auto coef = [&](int t, int r) {
+    const float m = M[static_cast<ptrdiff_t>(t) * T + t2 + r];
+    return kScale ? m * scale : m;
+  };
+  const int c_end = for_register_chunks(hs, [&]<int NB>(int c) {
+    V::reg acc[R][NB];
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < NB; ++u) acc[r][u] = V::zero();
+    for (int t = t2; t < T; ++t) {
+      const int r_last = std::min(R - 1, t - t2);  // columns r <= t - t2 have row t
+      const float* rt = rows + t * ld + c;
+      V::reg m[NB];
+      for (int u = 0; u < NB; ++u) m[u] = V::load(rt + u * W);
+      for (int r = 0; r <= r_last; ++r) {
+        const V::reg ct = V::set1(coef(t, r));
+        for (int u = 0; u < NB; ++u) acc[r][u] = V::fma(ct, m[u], acc[r][u]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < NB; ++u) V::store(y + r * ys + c + u * W, acc[r][u]);
+  });
+  if (c_end < hs) {  // the scalar tail: v3's, on the column gathered as v3 gathers it
+    for (int r = 0; r < R; ++r) {
+      for (int t = t2 + r; t < T; ++t) column[t - t2 - r] = coef(t, r);
+      weighted_rows_tail(y + r * ys, column, rows + (t2 + r) * ld, ld, T - t2 - r, c_end, hs);
+    }
+  }
+}
+
+// Runs fn.template operator()<R>(i) over [0, n) in tiles of kRows, then one tile of the rest.
+template <typename Fn>
+inline void for_row_tiles(int n, Fn&& fn) {
+  int i = 0;
+  for (; i + kRows <= n; i += kRows) fn.template operator()<kRows>(i);
+  switch (n - i) {
+    case 3: fn.template operator()<3>(i); break;
+    case 2: fn.template operator()<2>(i); break;
+    case 1: fn.template operator()<1>(i); break;
+    default: break;
+  }
+}
+static_assert(kRows == 4, "for_row_tiles handles a remainder of up to 3 rows");
+
+}  // namespace
+
+void attention_forward_v4(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+  // qkv (B,T,3C) -> out (B,T,C), preatt, att (B,NH,T,T); one thread per (b, h), as v2
+  const int hs = C / NH;
+  const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
+  const int ld = (T + W - 1) / W * W;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const int items = B * NH;
+#pragma omp parallel for schedule(static) if (items > 1 && static_cast<int64_t>(B) * T * T * C >= 65536)
+  for (int item = 0; item < items; ++item) {
+    const int b = item / NH, h = item % NH;
+    // (hs, ld) keys transposed, then kRows rows of scores (ld each)
+    float* Kt = thread_scratch<float, 0>(static_cast<size_t>(hs + kRows) * ld);
+    float* srows = Kt + static_cast<ptrdiff_t>(hs) * ld;
+    const float* base = qkv + static_cast<ptrdiff_t>(b) * T * C3;
+    transpose_head(Kt, base, C3, C + h * hs, T, hs, ld);
+    const float* vbase = base + 2 * C + h * hs;
+    const ptrdiff_t mat = static_cast<ptrdiff_t>(item) * T * T;
+    for_row_tiles(T, [&]<int R>(int t0) {
+      // pass 1: the scores of rows t0..t0+R-1, as many key blocks as the last row needs
+      const int nblk = (t0 + R + W - 1) / W;
+      scores_rows<R>(srows, ld, base + t0 * C3 + h * hs, C3, Kt, hs, ld, nblk, scale);
+      // pass 2: each row's softmax (v3's)
+      for (int r = 0; r < R; ++r) {
+        const int t = t0 + r;
+        softmax_row(srows + r * ld, preatt + mat + t * T, att + mat + t * T, t, T, nblk * W);
+      }
+      // pass 3: out_t = sum_{t2 <= t} att[t2] v_t2 for the R rows together
+      weighted_rows_causal<R>(out + (static_cast<ptrdiff_t>(b) * T + t0) * C + h * hs, C, att + mat + t0 * T, T,
+                              vbase, C3, t0 + 1, hs);
+    });
+  }
+}
+
+void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int T, int C, int NH) {
+  // as v2/v3: dqkv ASSIGNED, each element written by the thread that owns its (b, h)
+  const int hs = C / NH;
+  const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
+  const int ld = (T + W - 1) / W * W;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const int items = B * NH;
+#pragma omp parallel for schedule(static) if (items > 1 && static_cast<int64_t>(B) * T * T * C >= 65536)
+  for (int item = 0; item < items; ++item) {
+    const int b = item / NH, h = item % NH;
+    // (hs, ld) values transposed, kRows rows of datt, kRows rows of dq's coefficients
+    float* Vt = thread_scratch<float, 0>(static_cast<size_t>(hs + 2 * kRows) * ld);
+    float* srows = Vt + static_cast<ptrdiff_t>(hs) * ld;
+    float* coefs = srows + static_cast<ptrdiff_t>(kRows) * ld;
+    const float* base = qkv + static_cast<ptrdiff_t>(b) * T * C3;
+    float* dbase = dqkv + static_cast<ptrdiff_t>(b) * T * C3;
+    const float* dobase = dout + static_cast<ptrdiff_t>(b) * T * C + h * hs;
+    transpose_head(Vt, base, C3, 2 * C + h * hs, T, hs, ld);
+    const float* qh = base + h * hs;
+    const float* kh = base + C + h * hs;
+    const ptrdiff_t mat = static_cast<ptrdiff_t>(item) * T * T;
+    for_row_tiles(T, [&]<int R>(int t0) {
+      // datt[t][t2] = dout_t . v_t2 for the R rows, then each row's softmax backward (v3's)
+      const int nblk = (t0 + R + W - 1) / W;
+      scores_rows<R>(srows, ld, dobase + static_cast<ptrdiff_t>(t0) * C, C, Vt, hs, ld, nblk, 1.0f);
+      for (int r = 0; r < R; ++r) {
+        const int t = t0 + r;
+        const ptrdiff_t row = mat + static_cast<ptrdiff_t>(t) * T;
+        softmax_backward_row(srows + r * ld, att + row, datt + row, dpreatt + row, t, T);
+        for (int j = 0; j <= t; ++j) coefs[r * ld + j] = dpreatt[row + j] * scale;
+      }
+      // dq_t = sum_{t2 <= t} (dpreatt[t][t2] scale) k_t2 for the R rows
+      weighted_rows_causal<R>(dbase + t0 * C3 + h * hs, C3, coefs, ld, kh, C3, t0 + 1, hs);
+    });
+    // dk_t2 = sum_{t >= t2} (dpreatt[t][t2] scale) q_t;  dv_t2 = sum_{t >= t2} att[t][t2] dout_t
+    for_row_tiles(T, [&]<int R>(int t2) {
+      weighted_rows_columns<R, true>(dbase + t2 * C3 + C + h * hs, C3, dpreatt + mat, T, t2, scale, qh, C3, hs,
+                                     coefs);
+      weighted_rows_columns<R, false>(dbase + t2 * C3 + 2 * C + h * hs, C3, att + mat, T, t2, 1.0f, dobase, C, hs,
+                                      coefs);
+    });
+  }
+}
+
 const std::vector<OpVersion<AttentionFn>>& attention_versions() {
   static const std::vector<OpVersion<AttentionFn>> versions = {
       {1, "loops", "three passes per (b, t, h) in plain loops, std::exp: the reference",
@@ -405,6 +639,8 @@ const std::vector<OpVersion<AttentionFn>>& attention_versions() {
        &attention_forward_v2},
       {3, "heads-interleaved", "v2 with a head's registers summed as interleaved FMA chains (bit-identical)",
        &attention_forward_v3},
+      {4, "row-tiles", "v3 with 4 query rows (key columns) per register tile: each load feeds 4 chains (bit-identical)",
+       &attention_forward_v4},
   };
   return versions;
 }
@@ -419,6 +655,8 @@ const std::vector<OpVersion<AttentionBackwardFn>>& attention_backward_versions()
        &attention_backward_v2},
       {3, "heads-interleaved", "v2 with a head's registers summed as interleaved FMA chains (bit-identical)",
        &attention_backward_v3},
+      {4, "row-tiles", "v3 with 4 query rows (key columns) per register tile: each load feeds 4 chains (bit-identical)",
+       &attention_backward_v4},
   };
   return versions;
 }

@@ -28,8 +28,12 @@
 //   v3  v2 with each weighted sum over rows (out = att v; dq, dk, dv) advancing all of a head's
 //       registers in one pass: v2 took them in groups of 4, then one at a time, so a 32-float
 //       head on AVX-512 (2 registers) ran as two passes of ONE dependent FMA chain each. Every
-//       element sums the same terms in the same order: bit-identical to v2. Not yet timed
-//       side by side on an idle machine (issue 19, docs/benchmarks/gpt-cpu-vs-nanogpt.md).
+//       element sums the same terms in the same order: bit-identical to v2.
+//   v4  v3 with 4 rows per register tile: the scores and weighted sums of 4 query rows (and
+//       dk, dv for 4 key columns, read along dpreatt's and att's rows, no column gathered) share
+//       each load of a key, value or query register, so 4 FMA chains run where v3 ran one
+//       (a row of 16 scores is one register: one chain of hs dependent FMAs). Same terms in the
+//       same order: bit-identical to v3. What the GPT's cpu backend runs.
 #pragma once
 
 #include <string>
@@ -55,6 +59,9 @@ void attention_backward_v2(float* dqkv, float* dpreatt, float* datt, const float
                            const float* att, int B, int Tn, int C, int NH);
 void attention_forward_v3(float* out, float* preatt, float* att, const float* qkv, int B, int Tn, int C, int NH);
 void attention_backward_v3(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int Tn, int C, int NH);
+void attention_forward_v4(float* out, float* preatt, float* att, const float* qkv, int B, int Tn, int C, int NH);
+void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                            const float* att, int B, int Tn, int C, int NH);
 
 const std::vector<OpVersion<AttentionFn>>& attention_versions();

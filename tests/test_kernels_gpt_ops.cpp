@@ -229,6 +229,40 @@ TEST_CASE("attention v3 gives v2's bits, forward and backward", "[kernels][gptop
   }
 }
 
+// attention v4 takes 4 rows per register tile; each element still adds v3's terms in v3's
+// order, so the bits must match. Shapes: the GPT's (hs = 32, T = 64: whole tiles), ragged T
+// (tiles of 1-3 rows at the end), hs = 13 (a scalar tail), hs = 80 (more registers per row than
+// a tile holds on AVX-512), T = 1, and T = 70 (a key block past the 4 of one score tile).
+TEST_CASE("attention v4 gives v3's bits, forward and backward", "[kernels][gptops]") {
+  const int shapes[][4] = {{12, 64, 128, 4}, {3, 17, 39, 3}, {2, 23, 160, 2}, {2, 1, 32, 2}, {1, 70, 64, 2},
+                           {2, 6, 8, 8}};  // B, T, C, NH
+  uint64_t state = 11;
+  auto next = [&state]() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<float>(static_cast<double>(state >> 40) / static_cast<double>(1ULL << 23) - 1.0);
+  };
+  for (const auto& sh : shapes) {
+    const int B = sh[0], T = sh[1], C = sh[2], NH = sh[3];
+    const size_t n_att = static_cast<size_t>(B) * NH * T * T;
+    std::vector<float> qkv(static_cast<size_t>(B) * T * 3 * C), dout(static_cast<size_t>(B) * T * C);
+    for (float& x : qkv) x = 2.0f * next();
+    for (float& x : dout) x = next();
+    std::vector<float> out3(dout.size()), out4(dout.size()), pre3(n_att), pre4(n_att), att3(n_att), att4(n_att);
+    kernels::attention_forward_v3(out3.data(), pre3.data(), att3.data(), qkv.data(), B, T, C, NH);
+    kernels::attention_forward_v4(out4.data(), pre4.data(), att4.data(), qkv.data(), B, T, C, NH);
+    INFO("B=" << B << " T=" << T << " C=" << C << " NH=" << NH);
+    REQUIRE(out4 == out3);
+    REQUIRE(att4 == att3);
+    REQUIRE(pre4 == pre3);
+    std::vector<float> d3(qkv.size(), 7.0f), d4(qkv.size(), -7.0f), dp3(n_att), dp4(n_att), da3(n_att), da4(n_att);
+    kernels::attention_backward_v3(d3.data(), dp3.data(), da3.data(), dout.data(), qkv.data(), att3.data(), B, T, C, NH);
+    kernels::attention_backward_v4(d4.data(), dp4.data(), da4.data(), dout.data(), qkv.data(), att3.data(), B, T, C, NH);
+    REQUIRE(d4 == d3);  // every element assigned (the buffers started different)
+    REQUIRE(dp4 == dp3);
+    REQUIRE(da4 == da3);
+  }
+}
+
 TEST_CASE("GPT-op versions are found by number, vN and name", "[kernels][gptops]") {
   REQUIRE(kernels::attention_version("heads-parallel").number == 2);
   REQUIRE(kernels::attention_backward_version("heads-interleaved").number == 3);
