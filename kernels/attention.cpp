@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -434,6 +435,52 @@ namespace {
 constexpr int kRows = 4;                   // rows (query rows, or key columns) per register tile
 constexpr int kMaxRegs = W >= 16 ? 4 : 2;  // registers per row in a tile: 4 x 4 + 4 of 32 zmm, 4 x 2 + 2 of 16 ymm
 
+// v4's softmax row: v3's arithmetic (bit-identical) without v3's scalar loops. v3 writes -inf
+// into the lanes past t one float at a time and then loads them as a register: a wide load of
+// narrow stores waits for them to reach the cache (no store forwarding), and its copies into
+// preatt and att were scalar loops too (a third of v3's forward time at the GPT's shapes,
+// measured with perf). Here the last register is masked in a register (min with a row of
+// +inf / -inf from kMaskTable), and whole registers are stored where the row has room.
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr std::array<float, 2 * W> mask_table() {
+  std::array<float, 2 * W> m{};
+  for (int i = 0; i < 2 * W; ++i) m[i] = i < W ? kInf : -kInf;
+  return m;
+}
+alignas(64) constexpr std::array<float, 2 * W> kMaskTable = mask_table();
+
+void softmax_row_v4(float* srow, float* prow, float* arow, int t, int T, int nlanes) {
+  const int jl = nlanes - W;  // the last register holds keys jl..jl+W-1, t among them
+  // lane l of the last register stays if l <= t - jl, else becomes -inf
+  const V::reg keep = V::load(kMaskTable.data() + (W - 1) - (t - jl));
+  V::store(srow + jl, V::min(V::load(srow + jl), keep));
+  V::reg vmax = V::set1(-kInf);
+  for (int j = 0; j < nlanes; j += W) vmax = V::max(vmax, V::load(srow + j));
+  const float maxval = V::hmax(vmax);
+  // preatt's row: the scores up to t, 0 after
+  for (int j = 0; j < jl; j += W) V::store(prow + j, V::load(srow + j));
+  for (int j = jl; j <= t; ++j) prow[j] = srow[j];
+  for (int j = t + 1; j < std::min(nlanes, T); ++j) prow[j] = 0.0f;
+  int j0 = nlanes;
+  for (; j0 + W <= T; j0 += W) V::store(prow + j0, V::zero());
+  for (int j = j0; j < T; ++j) prow[j] = 0.0f;
+  const V::reg vm = V::set1(maxval);
+  V::reg vsum = V::zero();
+  for (int j = 0; j < nlanes; j += W) {
+    const V::reg e = poly_exp<V>(V::sub(V::load(srow + j), vm));  // exactly +0 past t
+    V::store(srow + j, e);
+    vsum = V::add(vsum, e);
+  }
+  const float inv = 1.0f / V::sum(vsum);
+  const V::reg vinv = V::set1(inv);
+  // att's row: e / sum (+0 past t, as v3 writes), whole registers while the row has room
+  int j = 0;
+  for (; j < nlanes && j + W <= T; j += W) V::store(arow + j, V::mul(V::load(srow + j), vinv));
+  for (; j < std::min(nlanes, T); ++j) arow[j] = srow[j] * inv;  // a register that crosses T
+  for (; j + W <= T; j += W) V::store(arow + j, V::zero());
+  for (; j < T; ++j) arow[j] = 0.0f;
+}
+
 // Calls body.template operator()<NB>(c) over [0, n) in chunks of NB <= kMaxRegs registers
 // (c = the first float of the chunk); returns where the whole registers end.
 template <typename Body>
@@ -487,7 +534,11 @@ void weighted_rows_causal(float* y, ptrdiff_t ys, const float* a, ptrdiff_t as, 
       const float* rj = rows + j * ld + c;
       V::reg m[NB];
       for (int u = 0; u < NB; ++u) m[u] = V::load(rj + u * W);
-      for (int r = r_first; r < R; ++r) {
+      // r runs over constants (an unrolled loop, a runtime test): indexing acc with a runtime
+      // r would move the accumulators from registers to the stack
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        if (r < r_first) continue;
         const V::reg aj = V::set1(a[r * as + j]);
         for (int u = 0; u < NB; ++u) acc[r][u] = V::fma(aj, m[u], acc[r][u]);
       }
@@ -521,7 +572,9 @@ void weighted_rows_columns(float* y, ptrdiff_t ys, const float* M, int T, int t2
       const float* rt = rows + t * ld + c;
       V::reg m[NB];
       for (int u = 0; u < NB; ++u) m[u] = V::load(rt + u * W);
-      for (int r = 0; r <= r_last; ++r) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {  // constant r, as in weighted_rows_causal
+        if (r > r_last) continue;
         const V::reg ct = V::set1(coef(t, r));
         for (int u = 0; u < NB; ++u) acc[r][u] = V::fma(ct, m[u], acc[r][u]);
       }
@@ -577,7 +630,7 @@ void attention_forward_v4(float* out, float* preatt, float* att, const float* qk
       // pass 2: each row's softmax (v3's)
       for (int r = 0; r < R; ++r) {
         const int t = t0 + r;
-        softmax_row(srows + r * ld, preatt + mat + t * T, att + mat + t * T, t, T, nblk * W);
+        softmax_row_v4(srows + r * ld, preatt + mat + t * T, att + mat + t * T, t, T, nblk * W);
       }
       // pass 3: out_t = sum_{t2 <= t} att[t2] v_t2 for the R rows together
       weighted_rows_causal<R>(out + (static_cast<ptrdiff_t>(b) * T + t0) * C + h * hs, C, att + mat + t0 * T, T,

@@ -33,7 +33,9 @@
 //       dk, dv for 4 key columns, read along dpreatt's and att's rows, no column gathered) share
 //       each load of a key, value or query register, so 4 FMA chains run where v3 ran one
 //       (a row of 16 scores is one register: one chain of hs dependent FMAs). Same terms in the
-//       same order: bit-identical to v3. What the GPT's cpu backend runs.
+//       same order: bit-identical to v3. Its softmax rows mask the last register in a register
+//       and copy whole registers into preatt and att (v3 stored the mask one float at a time
+//       and then loaded it as a register, which stalls). What the GPT's cpu backend runs.
 #pragma once
 
 #include <string>
