@@ -18,15 +18,22 @@
 //
 // Versions (code in kernels/rmsnorm.cpp; bytes per element: read x twice from memory only
 // when a row does not fit in cache, so 8 B/element forward, 16 backward (dout, x, dinp read,
-// dinp written); figures: not yet recorded on an idle machine):
+// dinp written); figures: 8192 x 768, 1 thread, on the 2-core VM while it was BUSY (load
+// ~8, two rounds: noisy, to be re-measured idle), `nnlab bench rmsnorm rmsnorm_backward`):
 //   v1  plain loops in F, two passes per row (sum of squares, then scale). The reference:
 //       the gradient checks run it in double, the naive backend will run it in float.
+//                                                               9.7 / 20.4 ms
 //   v2  SIMD rows (simd::Native, 4 accumulators of W lanes: the add latency of 4 cycles
 //       hidden behind 4 independent chains), rows split across OpenMP threads. Sums in a
 //       different order than v1: within a few ulps of it, validated at 1e-6 + 1e-5 |ref|.
-//   backward v1  plain loops in F, rows in order: the reference.
+//                                                               3.1 / 12.1 ms
+//   backward v1  plain loops in F, rows in order: the reference.      26.8 ms (one run)
 //   backward v2  SIMD rows, OpenMP over fixed chunks of kRowChunk rows whose dweight
 //                partials are added in chunk order: the same bits at any thread count.
+//                                                                     13.8 ms (the same run)
+//                (v2's dweight differs from v1's by v1's own rounding: v1 adds N rows in one
+//                float chain, off by 2.4e-4 at |dweight| ~ 20 for N = 8192; the bench's
+//                tolerance grows with N for that reason)
 #pragma once
 
 #include <string>

@@ -29,14 +29,20 @@
 // the correctly rounded cosine of the exact angle.) A call reads rows pos0 .. pos0 + T - 1.
 //
 // Versions (code in kernels/rope.cpp; 16 B per pair (read x, x', write out, out'), the
-// tables' 8 B per pair per position, shared across heads and batch: from cache; figures:
-// not yet recorded on an idle machine):
+// tables' 8 B per pair per position, shared across heads and batch: from cache; figures: q
+// of a qkv buffer at B x T x NH x HS = 8 x 1024 x 12 x 64, 1 thread, on the 2-core VM while
+// it was BUSY (load ~8, two rounds: noisy, to be re-measured idle), `nnlab bench rope`):
 //   v1  plain loops over (b, t, h, i) in F: the reference (and the lesson's code).
+//                                                               14.8 / 19.7 ms
 //   v2  SIMD over i (W pairs at once: x_i and x_{i+hs/2} are two contiguous loads, which is
 //       the point of HF's pairing for vector units; the interleaved pairing needs shuffles),
 //       positions across OpenMP threads. mul/sub in the same order as v1: validated at
 //       1e-6 + 1e-6 |ref| (an FMA contraction of v1's loop by the compiler may differ in the
-//       last bit).
+//       last bit).                                              15.4 / 13.4 ms
+//       NOT faster than v1, honestly: GCC at -O3 already vectorises v1's inner loop (the same
+//       two contiguous loads; the pairing is what makes that possible), and both stream q
+//       from memory at a few GB/s. The saving left is the pass itself: rotating q and k as the
+//       attention loads them (inside its kernel) instead of in a pass of their own.
 //   backward v1  plain loops, the inverse rotation: the reference.
 //   backward v2  v2 with the angle negated.
 #pragma once

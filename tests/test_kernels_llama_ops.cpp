@@ -210,7 +210,7 @@ TEST_CASE("RoPE is HF Llama's rotate_half: q cos + rotate_half(q) sin", "[kernel
   }
 }
 
-TEST_CASE("RoPE: q.k depends on relative position only; the offset is the position; backward inverts", "[kernels][llamaops]") {
+TEST_CASE("RoPE: q.k depends on relative position only, the offset is the position, backward inverts", "[kernels][llamaops]") {
   const int hs = 10, maxT = 40;
   std::vector<double> cos(maxT * hs / 2), sin(cos.size());
   kernels::rope_tables(cos.data(), sin.data(), maxT, hs, 10000.0);
