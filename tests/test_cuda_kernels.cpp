@@ -21,7 +21,7 @@ namespace {
 // to the ladders.
 bool single_version(const std::string& name) {
   for (const char* s : {"encoder_forward", "dropout_forward", "multiply", "add", "scale", "crossentropy_loss",
-                        "crossentropy_backward"}) {
+                        "crossentropy_backward", "rope_forward", "rope_backward", "swiglu_forward", "swiglu_backward"}) {
     if (name == s) return true;
   }
   return false;
@@ -179,6 +179,24 @@ TEST_CASE("cuda emu: cross-entropy backward", "[cuda][emu-kernels]") {
 TEST_CASE("cuda emu: sum", "[cuda][emu-kernels]") { validate_op(kernels::cuda::emulator(), "sum"); }
 TEST_CASE("cuda emu: attention backward", "[cuda][emu-kernels]") {
   validate_op(kernels::cuda::emulator(), "attention_backward");
+}
+
+// the modern (Llama) block (issue 21)
+TEST_CASE("cuda emu: rmsnorm forward", "[cuda][emu-kernels]") {
+  validate_op(kernels::cuda::emulator(), "rmsnorm_forward");
+}
+TEST_CASE("cuda emu: rmsnorm backward", "[cuda][emu-kernels]") {
+  validate_op(kernels::cuda::emulator(), "rmsnorm_backward");
+}
+TEST_CASE("cuda emu: rope forward", "[cuda][emu-kernels]") { validate_single_op(kernels::cuda::emulator(), "rope_forward"); }
+TEST_CASE("cuda emu: rope backward", "[cuda][emu-kernels]") {
+  validate_single_op(kernels::cuda::emulator(), "rope_backward");
+}
+TEST_CASE("cuda emu: swiglu forward", "[cuda][emu-kernels]") {
+  validate_single_op(kernels::cuda::emulator(), "swiglu_forward");
+}
+TEST_CASE("cuda emu: swiglu backward", "[cuda][emu-kernels]") {
+  validate_single_op(kernels::cuda::emulator(), "swiglu_backward");
 }
 
 TEST_CASE("cuda gpu: every op's versions on the GPU", "[cuda][device]") {

@@ -47,6 +47,13 @@ harness::OpBench crossentropy_backward_bench();
 harness::OpBench adamw_bench();
 harness::OpBench sum_squares_bench();
 harness::OpBench scale_bench();
+// The modern (Llama) block's ops, each rung against v1 (kernels/bench/llama_ops.cpp).
+harness::OpBench rmsnorm_bench();
+harness::OpBench rmsnorm_backward_bench();
+harness::OpBench rope_bench();
+harness::OpBench rope_backward_bench();
+harness::OpBench swiglu_bench();
+harness::OpBench swiglu_backward_bench();
 
 // ---- helpers the op descriptions share (kernels/bench/registry.cpp) ----------------------
 // A size as `count` numbers joined by 'x' ("64x50257"), each optionally ending in K

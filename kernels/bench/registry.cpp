@@ -36,6 +36,12 @@ const std::vector<harness::OpBench>& ops() {
       adamw_bench(),
       sum_squares_bench(),
       scale_bench(),
+      rmsnorm_bench(),
+      rmsnorm_backward_bench(),
+      rope_bench(),
+      rope_backward_bench(),
+      swiglu_bench(),
+      swiglu_backward_bench(),
   };
   return all;
 }

@@ -128,6 +128,28 @@ using SumFn = void (*)(double* out, double* workspace, const float* x, size_t n,
 // x *= s, n floats.
 using ScaleFn = void (*)(float* x, float s, size_t n);
 
+// ---- the modern (Llama) block's ops (issue 21): the host versions are kernels/rmsnorm.h,
+// rope.h, swiglu.h, with the same meanings and layouts ------------------------------------
+// out (N,C) = inp * rstd * weight, rstd (N) = 1 / sqrt(mean(inp^2) + eps), per row.
+using RmsnormForwardFn = void (*)(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                                  float eps);
+// dinp (N,C) += rstd (g - xhat mean(g xhat)), g = dout * weight, xhat = inp * rstd;
+// dweight (C) += sum over rows of dout * xhat, rows in order (deterministic). Both accumulate.
+using RmsnormBackwardFn = void (*)(float* dinp, float* dweight, const float* dout, const float* inp,
+                                   const float* weight, const float* rstd, int N, int C);
+// The rotation of each head's pairs (i, i + hs/2) by (pos0 + t) freq_i (forward), or by its
+// negation (backward: dinp from dout); B*T token rows `stride` floats apart, NH heads of hs from
+// each row's start; cos, sin (>= pos0 + T, hs/2) device tables from kernels::rope_tables. out may
+// be inp. Assigned.
+using RopeFn = void (*)(float* out, const float* inp, const float* cos, const float* sin, int B, int T, int NH, int hs,
+                        int stride, int pos0);
+// out (rows,H) = silu(gate) * up, gate and up rows of H floats `ld` apart (ld = 2H: the halves
+// of one fused gate_up projection).
+using SwigluForwardFn = void (*)(float* out, const float* gate, const float* up, int rows, int H, int ld);
+// dgate = dout * up * silu'(gate), dup = dout * silu(gate), rows `ld` apart, assigned.
+using SwigluBackwardFn = void (*)(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
+                                  int rows, int H, int ld);
+
 // ---- inference (lesson 10, issue 8): the host versions are kernels/decode.h ------------
 // y (n, w.rows) = x (n, w.cols) W^T + bias (may be null), W packed (kernels/weight_format.h)
 // and dequantised on the fly; w's pointers are device pointers. y assigned.
@@ -188,6 +210,13 @@ struct Kernels {
   std::vector<OpVersion<CrossEntropyBackwardFn>> crossentropy_backward;
   std::vector<OpVersion<SumFn>> sum;
   std::vector<OpVersion<ScaleFn>> scale;
+  // the modern (Llama) block (issue 21)
+  std::vector<OpVersion<RmsnormForwardFn>> rmsnorm_forward;
+  std::vector<OpVersion<RmsnormBackwardFn>> rmsnorm_backward;
+  std::vector<OpVersion<RopeFn>> rope_forward;
+  std::vector<OpVersion<RopeFn>> rope_backward;
+  std::vector<OpVersion<SwigluForwardFn>> swiglu_forward;
+  std::vector<OpVersion<SwigluBackwardFn>> swiglu_backward;
   // inference (lesson 10)
   std::vector<OpVersion<MatvecFn>> matvec;
   std::vector<OpVersion<AttentionDecodeFn>> attention_decode;

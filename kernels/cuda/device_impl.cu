@@ -24,6 +24,7 @@ const Kernels& table() {
     add_adamw(t);
     add_attention(t);
     add_gpt_ops(t);
+    add_llama_ops(t);
     add_decode(t);
     add_ceilings(t);
     return t;

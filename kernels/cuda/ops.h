@@ -18,6 +18,7 @@ void add_adamw(Kernels& k);               // adamw.cu
 void add_attention(Kernels& k);           // attention.cu: forward and backward
 void add_gpt_ops(Kernels& k);             // gpt_ops.cu: encoder, gelu backward, dropout, add, multiply,
                                           // cross-entropy loss and backward, sum, scale
+void add_llama_ops(Kernels& k);           // llama_ops.cu: rmsnorm forward and backward, rope, swiglu
 void add_decode(Kernels& k);              // decode.cu: matvec over packed weights, attention over a KV cache
 void add_ceilings(Kernels& k);            // ceilings.cu: the FP32 FMA peak kernel
 

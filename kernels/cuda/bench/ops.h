@@ -77,6 +77,13 @@ Op sum_op();
 Op multiply_op();                // bench/gpt_ops.cpp: single-version ops, validated all the same
 Op add_op();
 Op scale_op();
+// the modern (Llama) block (issue 21): bench/llama_ops.cpp
+Op rmsnorm_forward_op();
+Op rmsnorm_backward_op();
+Op rope_forward_op();            // single-version ops, validated all the same
+Op rope_backward_op();
+Op swiglu_forward_op();
+Op swiglu_backward_op();
 // inference (issue 8)
 Op matvec_op();                  // bench/decode.cpp
 Op attention_decode_op();

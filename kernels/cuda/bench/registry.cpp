@@ -18,6 +18,9 @@ const std::vector<Op>& ops() {
       encoder_forward_op(), encoder_backward_op(), gelu_backward_op(), dropout_forward_op(), multiply_op(),
       add_op(), scale_op(), crossentropy_loss_op(), crossentropy_backward_op(), sum_op(),
       attention_backward_op(),
+      // the modern (Llama) block (issue 21)
+      rmsnorm_forward_op(), rmsnorm_backward_op(), rope_forward_op(), rope_backward_op(), swiglu_forward_op(),
+      swiglu_backward_op(),
       // inference (lesson 10)
       matvec_op(), attention_decode_op(),
   };
