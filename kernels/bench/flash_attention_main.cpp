@@ -35,6 +35,7 @@
 #include "kernels/flash_attention.h"
 #include "kernels/harness.h"
 #include "kernels/matmul.h"
+#include "kernels/simd.h"
 
 namespace {
 
@@ -112,7 +113,8 @@ struct Problem {
 // up to whole registers (kernels/attention.cpp: attention_forward_heads / backward_heads).
 size_t counted_unfused(int B, int T, int NH, int hs, int threads) {
   const size_t tt = 4 * static_cast<size_t>(B) * NH * T * T * sizeof(float);
-  const size_t ld = (static_cast<size_t>(T) + 15) / 16 * 16;
+  const size_t W = kernels::simd::Native::lanes;
+  const size_t ld = (static_cast<size_t>(T) + W - 1) / W * W;
   return tt + static_cast<size_t>(threads) * ((hs + 1) * ld + (hs + 2) * ld) * sizeof(float);
 }
 size_t counted_flash(int B, int T, int NH, int hs, int threads) {
