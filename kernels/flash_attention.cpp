@@ -60,6 +60,9 @@ constexpr int kTile2 = 16;
 constexpr int kQ3 = 64;
 constexpr int kK3 = 64;
 constexpr int kKV3 = 32;
+// queries per block in the dk/dv pass: their p and ds are computed first, then summed into the
+// key tile's dk, dv with the key rows held in registers across the block.
+constexpr int kQB3 = 32;
 
 }  // namespace
 
@@ -401,17 +404,6 @@ void scale_add_rows(float* y, float corr, const float* a, const float* rows, ptr
   }
 }
 
-// acc[j * hs + c] += a[j] x[c] for j < n, c < hs: a rank-1 update of a key tile's dk or dv.
-void add_outer(float* acc, const float* a, const float* x, int n, int hs) {
-  for (int j = 0; j < n; ++j) {
-    const V::reg aj = V::set1(a[j]);
-    float* row = acc + static_cast<ptrdiff_t>(j) * hs;
-    int c = 0;
-    for (; c + W <= hs; c += W) V::store(row + c, V::fma(aj, V::load(x + c), V::load(row + c)));
-    for (; c < hs; ++c) row[c] += a[j] * x[c];
-  }
-}
-
 // Lanes [valid, nblk W) of s set to -inf: keys after the query (or past the block).
 inline void mask_tail(float* s, int valid, int nblk) {
   for (int j = valid; j < nblk * W; ++j) s[j] = -std::numeric_limits<float>::infinity();
@@ -442,7 +434,9 @@ inline void score_grads(float* ds, const float* p, const float* dp, float D, flo
 // flash_attention_scratch_bytes' report.
 size_t v3_forward_floats(int hs) { return static_cast<size_t>(hs) * kK3 + kK3 + static_cast<size_t>(kQ3) * (hs + 2); }
 size_t v3_dq_floats(int hs) { return 2 * static_cast<size_t>(hs) * kK3 + 3 * kK3 + static_cast<size_t>(kQ3) * hs; }
-size_t v3_dkv_floats(int hs) { return 2 * static_cast<size_t>(hs) * kKV3 + 3 * kKV3 + 2 * static_cast<size_t>(kKV3) * hs; }
+size_t v3_dkv_floats(int hs) {
+  return 2 * static_cast<size_t>(hs) * kKV3 + 3 * kKV3 + 2 * kKV3 * kQB3 + 2 * static_cast<size_t>(kKV3) * hs;
+}
 
 // Thread teams only where the work pays for waking them (as kernels/attention.cpp).
 inline bool worth_threads(int items, int B, int T, int C) {
@@ -578,28 +572,45 @@ void flash_attention_backward_v3(float* dqkv, const float* dout, const float* qk
     const int b = bg / NKV, g = bg % NKV;
     float* Kt = thread_scratch<float, 12>(v3_dkv_floats(hs));  // (hs, kKV3)
     float* Vt = Kt + static_cast<ptrdiff_t>(hs) * kKV3;         // (hs, kKV3)
-    float* p = Vt + static_cast<ptrdiff_t>(hs) * kKV3;          // (kKV3)
+    float* p = Vt + static_cast<ptrdiff_t>(hs) * kKV3;          // (kKV3) one query's p
     float* dp = p + kKV3;                                       // (kKV3)
     float* ds = dp + kKV3;                                      // (kKV3)
-    float* dk = ds + kKV3;                                      // (kKV3, hs)
+    float* PT = ds + kKV3;                                      // (kKV3, kQB3) a query block's p, transposed
+    float* dST = PT + kKV3 * kQB3;                              // (kKV3, kQB3) its ds, transposed
+    float* dk = dST + kKV3 * kQB3;                              // (kKV3, hs)
     float* dv = dk + static_cast<ptrdiff_t>(kKV3) * hs;         // (kKV3, hs)
     const int k0 = tile * kKV3, n = std::min(kKV3, Tn - k0);
+    constexpr int nblk = kKV3 / W;  // whole tile: keys past a query (or past Tn) masked to p = 0
     transpose_block(Kt, qkv + L.pos(b, k0) + L.k(g), L.C3, n, hs, kKV3);
     transpose_block(Vt, qkv + L.pos(b, k0) + L.v(g), L.C3, n, hs, kKV3);
     std::fill(dk, dk + 2 * static_cast<ptrdiff_t>(kKV3) * hs, 0.0f);
     for (int h = g * L.group; h < (g + 1) * L.group; ++h) {
-      for (int t = k0; t < Tn; ++t) {
-        const int valid = std::min(n, t - k0 + 1);
-        const int nblk = (valid + W - 1) / W;
-        const float* q = qkv + L.pos(b, t) + L.q(h);
-        const float* dout_t = dout + L.out(b, t, h);
-        dot_row(p, q, Kt, hs, kKV3, nblk, scale);
-        mask_tail(p, valid, nblk);
-        exp_shifted(p, p, lse[L.lse(b, h, t)], nblk);
-        dot_row(dp, dout_t, Vt, hs, kKV3, nblk, 1.0f);
-        score_grads(ds, p, dp, D[L.lse(b, h, t)], scale, nblk);
-        add_outer(dv, p, dout_t, valid, hs);
-        add_outer(dk, ds, q, valid, hs);
+      // Queries in blocks of kQB3: first p and ds of the whole block (stored transposed, a
+      // key's coefficients contiguous), then dv_j += sum_r p[r][j] dout_r and dk_j += sum_r
+      // ds[r][j] q_r with each key's row of dk / dv in registers across the block's queries
+      // (one load and one store per block instead of per query). Each dk, dv element still
+      // sums its terms in query order: the same bits for any thread count.
+      for (int tb = k0; tb < Tn; tb += kQB3) {
+        const int nq = std::min(kQB3, Tn - tb);
+        for (int r = 0; r < nq; ++r) {
+          const int t = tb + r;
+          const float* q = qkv + L.pos(b, t) + L.q(h);
+          dot_row(p, q, Kt, hs, kKV3, nblk, scale);
+          mask_tail(p, std::min(n, t - k0 + 1), nblk);
+          exp_shifted(p, p, lse[L.lse(b, h, t)], nblk);
+          dot_row(dp, dout + L.out(b, t, h), Vt, hs, kKV3, nblk, 1.0f);
+          score_grads(ds, p, dp, D[L.lse(b, h, t)], scale, nblk);
+          for (int j = 0; j < kKV3; ++j) {
+            PT[j * kQB3 + r] = p[j];
+            dST[j * kQB3 + r] = ds[j];
+          }
+        }
+        for (int j = 0; j < n; ++j) {
+          scale_add_rows(dv + static_cast<ptrdiff_t>(j) * hs, 1.0f, PT + j * kQB3, dout + L.out(b, tb, h), C, nq,
+                         hs);
+          scale_add_rows(dk + static_cast<ptrdiff_t>(j) * hs, 1.0f, dST + j * kQB3, qkv + L.pos(b, tb) + L.q(h), L.C3,
+                         nq, hs);
+        }
       }
     }
     for (int j = 0; j < n; ++j) {
