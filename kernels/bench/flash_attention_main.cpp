@@ -29,6 +29,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -193,7 +194,16 @@ int main(int argc, char** argv) {
   const h::MachineInfo m = h::machine_info();
   const std::string load_start = loadavg();
   std::ostringstream md;
-  md << "# Flash attention against the unfused path, CPU (issue 21)\n\n"
+  md << "# Flash attention against the unfused path, CPU (issue 21)\n\n";
+  // Other jobs on the machine show in the 1-minute load average: label such a run, so it is
+  // not read as an idle figure.
+  if (std::stod(load_start.substr(0, load_start.find(' '))) > 1.0) {
+    md << "**Measured under load** (1-minute load average " << load_start.substr(0, load_start.find(' '))
+       << " at the start on " << std::max(1, static_cast<int>(std::thread::hardware_concurrency()))
+       << " hardware threads): other jobs shared the cores, so the times below are noisy; re-run idle for the "
+          "figures to quote.\n\n";
+  }
+  md
      << "Written by `build/release/bin/bench_flash_attention --B " << cfg.B << " --NH " << cfg.NH << " --hs " << cfg.hs
      << " --rounds " << cfg.rounds << " --out docs/benchmarks/flash-attention-cpu.md` "
      << "(kernels/bench/flash_attention_main.cpp says what is measured and how).\n\n"
