@@ -39,6 +39,8 @@
 //       (kernels/parallel.h). Forward: an item per (b, h, query tile). Backward in two
 //       passes so that every output element has one owner (no atomics, the same bits for
 //       any thread count): dq by (b, h, query tile), then dk and dv by (b, g, key tile),
+//       the latter taking queries in blocks of 32 (p, ds of the block first, then each key's
+//       dk, dv row summed in registers over the block),
 //       each recomputing p (the price of owning outputs: p and dp are computed twice).
 #pragma once
 

@@ -23,8 +23,10 @@
 //                 of no (T,T) matrix.
 //
 // Head sizes up to 128 (HS = 32, 64 or 128 instances; channels hs..HS-1 are zeros). Tiles of
-// 32 x 32: the emulator runs the tests' sizes in well under a second. Speeds: not yet
-// measured on a GPU.
+// 32 x 32: the emulator runs the tests' sizes in well under a second. Registers: the backward
+// keeps 3 (dq) or 4 (dk/dv) head-sized arrays per thread; scripts/check_old_gpus.py (CUDA
+// 12.5's ptxas, sm_50-53) reports 6 of the 9 kernels at 255 registers and spilling (up to 2888
+// bytes per thread, the HS = 64 and 128 instances). Speeds: not yet measured on a GPU.
 //
 // Oldest GPU: compute capability 5.0 (NNLAB_SM_MAXWELL: static shared memory, __syncthreads),
 // compile-checked for 5.0, 5.2 and 5.3 (scripts/check_old_gpus.py).
