@@ -100,6 +100,15 @@ using WorkspaceFn = size_t (*)(int B, int T, int C, int NH);
 // (assigned). workspace: the bytes OpVersion::workspace says (dpreatt / datt scratch).
 using AttentionBackwardFn = void (*)(float* dqkv, float* workspace, const float* dout, const float* qkv,
                                      const float* att, int B, int T, int C, int NH);
+// Causal self-attention with grouped-query heads, the flash way (kernels/flash_attention.h
+// states the maths and the layout; kernels/cuda/flash_attention.cu the kernels): qkv
+// (B,T,C+2*NKV*hs) = [q | k | v] per position (with NKV == NH, attention's (B,T,3C)), NH query
+// heads of hs = C/NH, query head h reading KV head h / (NH/NKV); out (B,T,C) and lse (B,NH,T),
+// the log-sum-exp of each query's scores: all the backward needs besides q, k, v and out. No
+// workspace: no (T,T) matrix anywhere. The backward's dqkv (qkv's layout) is assigned.
+using FlashAttentionFn = void (*)(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, int NKV);
+using FlashAttentionBackwardFn = void (*)(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                          const float* lse, int B, int T, int C, int NH, int NKV);
 // out (B,T,C) = wte[inp[b,t]] + wpe[t]   (nn::encoder_forward; ids already checked < V)
 using EncoderForwardFn = void (*)(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
                                   int C);
@@ -200,6 +209,8 @@ struct Kernels {
   std::vector<OpVersion<BiasBackwardFn>> bias_backward;  // matmul.cu: the linear layer's dbias
   // the GPT's ops (issue 7)
   std::vector<OpVersion<AttentionBackwardFn, WorkspaceFn>> attention_backward;
+  std::vector<OpVersion<FlashAttentionFn>> flash_attention;  // flash_attention.cu (issue 21)
+  std::vector<OpVersion<FlashAttentionBackwardFn>> flash_attention_backward;
   std::vector<OpVersion<EncoderForwardFn>> encoder_forward;
   std::vector<OpVersion<EncoderBackwardFn>> encoder_backward;
   std::vector<OpVersion<GeluBackwardFn>> gelu_backward;

@@ -23,6 +23,7 @@ const Kernels& table() {
     add_crossentropy(t);
     add_adamw(t);
     add_attention(t);
+    add_flash_attention(t);
     add_gpt_ops(t);
     add_llama_ops(t);
     add_decode(t);

@@ -16,6 +16,7 @@ void add_layernorm(Kernels& k);           // layernorm.cu: forward, backward, re
 void add_crossentropy(Kernels& k);        // crossentropy.cu
 void add_adamw(Kernels& k);               // adamw.cu
 void add_attention(Kernels& k);           // attention.cu: forward and backward
+void add_flash_attention(Kernels& k);     // flash_attention.cu: grouped-query flash forward and backward
 void add_gpt_ops(Kernels& k);             // gpt_ops.cu: encoder, gelu backward, dropout, add, multiply,
                                           // cross-entropy loss and backward, sum, scale
 void add_llama_ops(Kernels& k);           // llama_ops.cu: rmsnorm forward and backward, rope, swiglu
