@@ -546,7 +546,11 @@ BpeTokenizer from_texts(const std::vector<std::pair<std::string, int64_t>>& voca
   for (const auto& [t, id] : vocab_texts) max_id = std::max(max_id, id);
   for (const auto& [t, id] : specials) max_id = std::max(max_id, id);
   NN_CHECK(max_id >= 0, where << ": the vocabulary is empty");
-  NN_CHECK(max_id < (int64_t{1} << 31), where << ": token id " << max_id << " is too large");
+  // Ids run 0..N-1 without holes, so the largest is below the number of entries. Checked
+  // before allocating: a small file naming id 2^31 must not make us allocate 2^31 tokens.
+  const auto entries = static_cast<int64_t>(vocab_texts.size() + specials.size());
+  NN_CHECK(max_id < entries, where << ": id " << max_id << " is listed but there are only " << entries
+                                   << " tokens, so some id below it has no token (ids must run 0..N-1 without holes)");
   std::vector<std::string> vocab(static_cast<size_t>(max_id + 1));
   std::vector<char> filled(vocab.size(), 0);
   std::vector<int32_t> special_ids;
@@ -640,6 +644,17 @@ std::string BpeTokenizer::to_hf_json() const {
 void BpeTokenizer::save_hf_json(const std::string& path) const { write_text(path, to_hf_json(), "tokenizer.json"); }
 
 BpeTokenizer BpeTokenizer::from_hf_json(std::string_view text, const std::string& where) {
+  // A field of the wrong JSON type (a number where a string belongs) throws the library's
+  // type_error from deep inside; it becomes an nn::Error naming the file like the rest.
+  try {
+    return from_hf_json_checked(text, where);
+  } catch (const json::exception& e) {
+    NN_CHECK(false, where << ": a field has the wrong type: " << e.what());
+  }
+  return {};
+}
+
+BpeTokenizer BpeTokenizer::from_hf_json_checked(std::string_view text, const std::string& where) {
   const json doc = parse_json(text, where);
   NN_CHECK(doc.is_object() && doc.contains("model") && doc["model"].is_object(),
            where << ": no \"model\" object: not a Hugging Face tokenizer.json");
@@ -709,6 +724,16 @@ void BpeTokenizer::save_gpt2(const std::string& vocab_json_path, const std::stri
 
 BpeTokenizer BpeTokenizer::from_gpt2(std::string_view vocab_json, std::string_view merges_txt,
                                      const std::vector<std::string>& specials, const std::string& where) {
+  try {
+    return from_gpt2_checked(vocab_json, merges_txt, specials, where);
+  } catch (const json::exception& e) {
+    NN_CHECK(false, where << ": a field has the wrong type: " << e.what());
+  }
+  return {};
+}
+
+BpeTokenizer BpeTokenizer::from_gpt2_checked(std::string_view vocab_json, std::string_view merges_txt,
+                                             const std::vector<std::string>& specials, const std::string& where) {
   const json doc = parse_json(vocab_json, where + " (vocab.json)");
   NN_CHECK(doc.is_object(), where << ": vocab.json is not a JSON object {token: id}");
   std::vector<std::pair<std::string, int64_t>> vocab_texts, special_ids;

@@ -119,6 +119,9 @@ class BpeTokenizer {
                                 const std::vector<std::string>& specials = {});
 
  private:
+  static BpeTokenizer from_hf_json_checked(std::string_view json, const std::string& where);
+  static BpeTokenizer from_gpt2_checked(std::string_view vocab_json, std::string_view merges_txt,
+                                        const std::vector<std::string>& specials, const std::string& where);
   void build_tables();  // byte_id_, token_ids_, merge_rank_ from vocab_ / merges_
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
 

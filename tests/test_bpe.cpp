@@ -284,6 +284,9 @@ TEST_CASE("bpe: bad input ends in clear errors", "[bpe]") {
   // Ids: a duplicate, a hole, a non-integer.
   REQUIRE_THAT(load(edit("\"!\": 1", "\"!\": 2")), Contains("id 2 is given to two tokens"));
   REQUIRE_THAT(load(edit("\"!\": 1", "\"!\": 5000")), Contains("has no token"));
+  REQUIRE_THAT(load(edit("\"!\": 1", "\"!\": 2147483647")), Contains("has no token"));  // no 2^31-token allocation
+  REQUIRE_THAT(load(edit("\"add_prefix_space\": false", "\"add_prefix_space\": \"no\"")), Contains("wrong type"));
+  REQUIRE_THAT(load(edit("\"type\": \"BPE\"", "\"type\": 7")), Contains("tok.json"));
   REQUIRE_THAT(load(edit("\"!\": 1", "\"!\": \"one\"")), Contains("not an integer id"));
   // A vocabulary without some byte cannot encode everything.
   REQUIRE_THAT(load(edit("\"!\": 1", "\"!!!\": 1")), Contains("no token for byte 33"));
