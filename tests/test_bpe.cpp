@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "io/bpe.h"
 #include "nn/check.h"
+#include "tests/cli_helpers.h"
 #include "test_util.h"
 
 using Catch::Matchers::Contains;
@@ -308,4 +310,47 @@ TEST_CASE("bpe: bad input ends in clear errors", "[bpe]") {
                Contains("missing.json") && Contains("not found"));
   // A repeated merge.
   REQUIRE_THAT(load2(vocab, merges + merges.substr(merges.find('\n') + 1)), Contains("repeats merge 0"));
+}
+
+TEST_CASE("bpe: lesson11 --part bpe trains, saves, reloads the same ids, and fails clearly on bad input", "[bpe][cli]") {
+  testing::TempDir dir("bpe-cli");
+  {
+    std::ofstream f(dir.file("corpus.txt"), std::ios::binary);
+    f << sample_text();
+  }
+  std::ofstream(dir.file("empty.txt")).close();
+  const std::string corpus = dir.file("corpus.txt");
+  auto r = testing::run_program("lesson11", "--part bpe --data " + corpus + " --vocab-size 400 --repeats 1 --save-tokenizer " +
+                                                dir.file("tok.json") + " --write-ids " + dir.file("ids1.json"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  REQUIRE_THAT(r.output, Contains("400 tokens (1 special + 256 bytes + 143 merges)") &&
+                             Contains("decode(encode(corpus)) == corpus: yes"));
+  r = testing::run_program("lesson11", "--part bpe --data " + corpus + " --repeats 1 --load-tokenizer " + dir.file("tok.json") +
+                                           " --write-ids " + dir.file("ids2.json"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  REQUIRE(testing::read_text(dir.file("ids1.json")) == testing::read_text(dir.file("ids2.json")));
+  // The ids are what the library gives.
+  const auto t = nn::BpeTokenizer::load_hf_json(dir.file("tok.json"));
+  std::string want = "[";
+  for (int32_t id : t.encode(sample_text())) {
+    if (want.size() > 1) want += ',';
+    want += std::to_string(id);
+  }
+  REQUIRE(testing::read_text(dir.file("ids1.json")) == want + "]\n");
+
+  r = testing::run_program("lesson11", "--part bpe --data " + dir.file("empty.txt"));
+  REQUIRE(r.status == 1);
+  REQUIRE_THAT(r.output, Contains("error:") && Contains("empty"));
+  {
+    std::ofstream f(dir.file("cut.json"), std::ios::binary);
+    f << t.to_hf_json().substr(0, 300);
+  }
+  r = testing::run_program("lesson11", "--part bpe --data " + corpus + " --load-tokenizer " + dir.file("cut.json"));
+  REQUIRE(r.status == 1);
+  REQUIRE_THAT(r.output, Contains("error:") && Contains("cut.json") && Contains("not valid JSON"));
+  r = testing::run_program("lesson11", "--part bpe --data " + corpus + " --vocab-size 100");
+  REQUIRE(r.status != 0);
+  REQUIRE_THAT(r.output, Contains("--vocab-size"));
 }
