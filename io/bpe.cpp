@@ -314,13 +314,20 @@ void train_v2(TrainState& st, size_t vocab_size) {
       for (size_t i = 0; i + 1 < word.size(); ++i) {
         const uint64_t k = pair_key(word[i], word[i + 1]);
         pair_counts[k] += c;
-        if (word[i] == id || word[i + 1] == id) {  // a pair that did not exist before this merge
+        if (word[i] == id || word[i + 1] == id) {  // a pair this merge created (or added to)
           auto& list = where[k];
-          if (list.empty()) new_pairs.push_back(k);
           if (list.empty() || list.back() != w) list.push_back(w);
+          new_pairs.push_back(k);
         }
       }
     }
+    // Pairs with the new id gained count: push them with their count now. Usually they are
+    // new, but when the merge reused an existing token's id (see add_merge) a pair may have
+    // existed with a lower count, and a heap entry below the true count would break the
+    // "entries are never too low" rule the lazy heap relies on. Duplicates are harmless:
+    // the extra ones are stale when popped.
+    std::sort(new_pairs.begin(), new_pairs.end());
+    new_pairs.erase(std::unique(new_pairs.begin(), new_pairs.end()), new_pairs.end());
     for (uint64_t k : new_pairs) heap.push({pair_counts[k], k});
   }
 }
@@ -420,9 +427,10 @@ void BpeTokenizer::build_tables() {
              "merge " << r << " (" << m.left << ", " << m.right << ") -> " << m.result << " uses an id outside [0, " << n << ")");
     NN_CHECK(vocab_[m.result] == vocab_[m.left] + vocab_[m.right],
              "merge " << r << ": token " << m.result << " is not the concatenation of tokens " << m.left << " and " << m.right);
-    auto [it, fresh] = merge_rank_.emplace(pair_key(m.left, m.right), static_cast<int32_t>(r));
-    NN_CHECK(fresh, "merge " << r << " repeats merge " << it->second << " ('" << bpe_token_to_text(vocab_[m.left]) << "' '"
-                             << bpe_token_to_text(vocab_[m.right]) << "')");
+    // A pair listed twice keeps its LAST rank, as Hugging Face's BPE does (its merge map is
+    // built in file order, later entries overwriting). A trainer can learn a pair twice: after
+    // a merge that reuses an existing token's id, the pair can occur again.
+    merge_rank_[pair_key(m.left, m.right)] = static_cast<int32_t>(r);
   }
 }
 

@@ -59,11 +59,17 @@ def loadavg():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"))
+    ap.add_argument("--corpus", default=None, help="default: Tiny Shakespeare, found as the tests find it")
     ap.add_argument("--vocab-size", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "benchmarks", "bpe-vs-tokenizers.md"))
     args = ap.parse_args()
+    if args.corpus is None:
+        sys.path.insert(0, os.path.join(REPO, "tests", "python"))
+        from test_bpe_hf import find_tinyshakespeare  # noqa: E402  (the same search as lesson11's default)
+        args.corpus = find_tinyshakespeare()
+        if args.corpus is None:
+            sys.exit("bench_bpe.py: Tiny Shakespeare not found: python3 scripts/fetch_data.py tinyshakespeare, or --corpus")
     corpus = os.path.abspath(args.corpus)
     nbytes = os.path.getsize(corpus)
     load_before = loadavg()
