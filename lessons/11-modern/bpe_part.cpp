@@ -35,12 +35,18 @@ int run_bpe_part(const Options& opts) {
   std::printf("== part bpe: byte-level BPE on %s\n", corpus.description.c_str());
   std::printf("corpus: %zu bytes\n", text.size());
 
-  // Pre-tokenisation alone: the regex's share of encode's time.
-  const double p0 = now_s();
-  const auto words = nn::bpe_pretokenize(text);
-  const double pretok_s = now_s() - p0;
+  // Pre-tokenisation alone (median of `repeats`, like encode below): the regex's share of
+  // encode's time.
+  std::vector<std::string_view> words;
+  std::vector<double> pretok_times;
+  for (int r = 0; r < opts.repeats; ++r) {
+    const double p0 = now_s();
+    words = nn::bpe_pretokenize(text);
+    pretok_times.push_back(now_s() - p0);
+  }
+  const double pretok_s = median(pretok_times);
   std::unordered_set<std::string_view> distinct(words.begin(), words.end());
-  std::printf("pre-tokens: %zu (%zu distinct words), regex pass %.3f s\n", words.size(), distinct.size(), pretok_s);
+  std::printf("pre-tokens: %zu (%zu distinct words), regex pass %.4f s\n", words.size(), distinct.size(), pretok_s);
 
   nn::BpeTokenizer tok;
   if (!opts.load_tokenizer.empty()) {
@@ -86,6 +92,7 @@ int run_bpe_part(const Options& opts) {
   NN_CHECK(back == text, "decode(encode(corpus)) differs from the corpus: a tokenizer bug");
   std::printf("decode: %.4f s; decode(encode(corpus)) == corpus: yes\n", dec_s);
   std::printf("BPE_ENCODE_SECONDS %.6f\n", enc_s);  // for scripts/bench_bpe.py
+  std::printf("BPE_REGEX_SECONDS %.6f\n", pretok_s);
 
   if (!opts.write_ids.empty()) {
     std::ofstream f(opts.write_ids);
