@@ -31,6 +31,7 @@
 #include "lessons/08-gpt/gpt_lesson.h"
 #include "lessons/09-cuda/cuda_lesson.h"
 #include "lessons/10-inference/inference_lesson.h"
+#include "lessons/11-modern/modern_lesson.h"
 #include "lessons/common/cli.h"
 
 namespace {
@@ -88,6 +89,8 @@ const Command kCommands[] = {
      with_options(lesson09::add_options, lesson09::run)},
     {"lesson10", "Lesson 10: inference; KV cache, the bandwidth law, quantization, speculative decoding, pruning",
      with_options(lesson10::add_options, lesson10::run)},
+    {"lesson11", "Lesson 11: from nanoGPT to a modern LLM; the byte-level BPE tokenizer",
+     with_options(lesson11::add_options, lesson11::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},
     {"check", "Check your exercises (exercises/), first failure first; hints, --watch, reports", with_options(app::add_check_options, app::run_check)},

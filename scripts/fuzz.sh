@@ -31,7 +31,7 @@ RSS_MB="${FUZZ_RSS_MB:-2048}"
 TIMEOUT_S="${FUZZ_TIMEOUT_S:-10}"
 keep_going=()
 if [ "${FUZZ_KEEP_GOING:-0}" = 1 ]; then keep_going=(-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1); fi
-ALL=(fuzz_safetensors fuzz_gpt_checkpoint fuzz_idx fuzz_idx_gz fuzz_idx_dataset fuzz_text fuzz_config fuzz_vocab)
+ALL=(fuzz_safetensors fuzz_gpt_checkpoint fuzz_idx fuzz_idx_gz fuzz_idx_dataset fuzz_text fuzz_config fuzz_vocab fuzz_bpe_json)
 if [ "$#" -gt 0 ]; then NAMES=("$@"); else NAMES=("${ALL[@]}"); fi
 for n in "${NAMES[@]}"; do
   if [[ ! " ${ALL[*]} " =~ " $n " ]]; then

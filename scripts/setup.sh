@@ -27,9 +27,13 @@ check_only=0
 # listed so that PyTorch's timings are never taken on the reference BLAS.
 # The loaders' fuzzers (scripts/fuzz.sh, run by scripts/test.sh): clang and its libFuzzer
 # and sanitizer runtimes.
+# The BPE tokenizer (io/bpe.cpp, lesson 11): nlohmann-json (tokenizer.json, vocab.json) and
+# PCRE2 (GPT-2's pre-tokenisation regex: \p{L} needs Unicode properties).
+# python3-venv: the .venv that holds the pinned Hugging Face packages (hf_venv below).
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build
   catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev libopenblas0
+  nlohmann-json3-dev libpcre2-dev python3-venv
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
   jupyter-notebook python3-nbconvert python3-markdown
@@ -53,6 +57,34 @@ old_gpu_toolchain() {
     python3 "$script" --status || true
   elif ! python3 "$script" --install; then
     echo "setup: the old-GPU check's toolchain is not installed (see above): its tests will SKIP"
+  fi
+}
+
+# ---- the Hugging Face Python packages (scripts/requirements-hf.txt) -----------------------
+# tokenizers (lesson 11's BPE is checked against it: tests/python/test_bpe_hf.py), pinned with
+# hashes, in <repo>/.venv (--system-site-packages: Debian's numpy and torch stay visible; not
+# in Debian 12, hence PyPI). Optional: offline, setup says so and goes on, and the comparison
+# tests SKIP printing the command below. With --check: only says whether it is there.
+hf_venv() {
+  local root venv req cmd
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  venv="$root/.venv"
+  req="$root/scripts/requirements-hf.txt"
+  cmd="python3 -m venv --system-site-packages .venv && .venv/bin/pip install --require-hashes -r scripts/requirements-hf.txt"
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import tokenizers" >/dev/null 2>&1; then
+    echo "setup: Hugging Face tokenizers present in .venv"
+    return 0
+  fi
+  if [[ $check_only -eq 1 ]]; then
+    echo "setup: Hugging Face tokenizers not installed (the BPE comparison tests will SKIP); install: $cmd"
+    return 0
+  fi
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --system-site-packages "$venv" >/dev/null 2>&1 ||
+     ! "$venv/bin/pip" install -q --require-hashes -r "$req"; then
+    echo "setup: could not install Hugging Face tokenizers (offline? no python3-venv?): the BPE comparison tests will SKIP."
+    echo "setup:   later, from the repository root: $cmd"
+  else
+    echo "setup: installed Hugging Face tokenizers into .venv"
   fi
 }
 
@@ -80,6 +112,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
     echo "setup: all Debian packages present"
     check_blas_alternative
     old_gpu_toolchain
+    hf_venv
     exit 0
   fi
   echo "setup: missing Debian packages: ${missing[*]}"
@@ -98,6 +131,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   echo "setup: installed ${missing[*]}"
   check_blas_alternative
   old_gpu_toolchain
+  hf_venv
   exit 0
 fi
 
@@ -106,7 +140,7 @@ case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 setup (macOS): install the tools with Homebrew, then configure with libomp's prefix:
-  brew install cmake ninja libomp cli11 catch2 openblas pkg-config python
+  brew install cmake ninja libomp cli11 catch2 openblas pkg-config python nlohmann-json pcre2
   python3 -m pip install -r notebooks/requirements.txt
   python3 -m pip install torch   # optional: the GPT's PyTorch reference (scripts/gpt_torch.py)
   cmake --preset release -DOpenMP_ROOT="$(brew --prefix libomp)"
@@ -116,8 +150,8 @@ MSG
   *)
     cat <<'MSG'
 setup: not a Debian system. Install with your package manager:
-  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel openblas-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel python3-notebook python3-nbconvert python3-torch
-  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib openblas python-numpy python-matplotlib python-nbclient python-ipykernel jupyter-notebook jupyter-nbconvert python-pytorch
+  Fedora: sudo dnf install gcc-c++ cmake ninja-build catch2-devel cli11-devel zlib-devel openblas-devel json-devel pcre2-devel python3-numpy python3-matplotlib python3-nbclient python3-ipykernel python3-notebook python3-nbconvert python3-torch
+  Arch:   sudo pacman -S gcc cmake ninja catch2 cli11 zlib openblas nlohmann-json pcre2 python-numpy python-matplotlib python-nbclient python-ipykernel jupyter-notebook jupyter-nbconvert python-pytorch
 Fashion-MNIST: python3 scripts/fetch_data.py fashion-mnist
 MSG
     ;;
@@ -130,4 +164,5 @@ for tool in cmake ninja c++ python3; do
   fi
 done
 old_gpu_toolchain
+hf_venv
 exit $status

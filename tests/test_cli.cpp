@@ -15,19 +15,19 @@ TEST_CASE("nnlab --help lists every subcommand", "[cli]") {
   const auto r = run_program("nnlab", "--help");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10", "check", "bench", "cuda", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10", "lesson11", "check", "bench", "cuda", "info"}) {
     REQUIRE_THAT(r.output, Catch::Contains(sub));
   }
 }
 
 TEST_CASE("every subcommand and lesson program answers --help", "[cli]") {
-  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10", "check", "bench", "cuda", "info"}) {
+  for (const char* sub : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10", "lesson11", "check", "bench", "cuda", "info"}) {
     const auto r = run_program("nnlab", std::string(sub) + " --help");
     INFO(sub << ": " << r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, Catch::Contains("--help"));
   }
-  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10"}) {
+  for (const char* prog : {"lesson01", "lesson02", "lesson03", "lesson04", "lesson05", "lesson06", "lesson07", "lesson08", "lesson09", "lesson10", "lesson11"}) {
     const auto r = run_program(prog, "--help");
     INFO(prog << ": " << r.output);
     REQUIRE(r.status == 0);
