@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "io/repo_paths.h"
+
 namespace app::check {
 
 namespace fs = std::filesystem;
@@ -465,11 +467,8 @@ inline Trees locate_trees(const fs::path& exe, const std::string& source,
   return t;
 }
 
-// This executable's path, or empty where the system does not say (only Linux's /proc is read).
-inline fs::path this_executable() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe;
-}
+// This executable's path, or empty where the system does not say (io/repo_paths.h: only
+// Linux's /proc is read).
+inline fs::path this_executable() { return fs::path(nn::this_executable()); }
 
 }  // namespace app::check

@@ -4,13 +4,14 @@
 #   NNLAB_TORCH_PYTHON  (cache) the first of NNLAB_TORCH_PYTHON as given, Debian's
 #                       /usr/bin/python3, python3 on PATH that can `import torch, numpy`;
 #                       empty when none can, and the PyTorch parity tests skip.
-#   NNLAB_TORCH_SCRIPT  the reference script's path.
+#
+# The script, scripts/gpt_torch.py, is found at run time (gpt::torch_script(), through
+# io/repo_paths.h), so a moved tree runs its own copy.
 #
 # Debian's PyTorch is the python3-torch package, importable by /usr/bin/python3 only: a
 # pyenv or venv python3 earlier on PATH usually lacks it, hence that order. The check
 # runs at every configure (importing torch takes a second or two), so installing or
 # removing python3-torch is noticed without clearing the cache.
-set(NNLAB_TORCH_SCRIPT "${PROJECT_SOURCE_DIR}/scripts/gpt_torch.py")
 set(NNLAB_TORCH_PYTHON "" CACHE FILEPATH "Python interpreter with PyTorch and numpy (runs scripts/gpt_torch.py)")
 
 set(_nnlab_torch_given "${NNLAB_TORCH_PYTHON}")

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpt/profile.h"
@@ -20,21 +21,23 @@
 #include "kernels/harness.h"
 #include "nn/check.h"
 #include "io/progress.h"
+#include "io/repo_paths.h"
 #include "nn/rng.h"
 
-// The one place the paths cmake/torch_python.cmake found are read (compile definitions of
-// nnlab_gpt, gpt/CMakeLists.txt); a build without them has no PyTorch reference.
+// The one place the interpreter cmake/torch_python.cmake found is read (a compile definition
+// of nnlab_gpt, gpt/CMakeLists.txt); a build without it has no PyTorch reference. It is a
+// system program, not a path into the tree, so compiling it in does not tie the build to
+// where the source was.
 #ifndef NNLAB_TORCH_PYTHON
 #define NNLAB_TORCH_PYTHON ""
-#endif
-#ifndef NNLAB_TORCH_SCRIPT
-#define NNLAB_TORCH_SCRIPT ""
 #endif
 
 namespace gpt {
 
 std::string torch_python() { return NNLAB_TORCH_PYTHON; }
-std::string torch_script() { return NNLAB_TORCH_SCRIPT; }
+// Looked up at run time in the tree this program runs from (io/repo_paths.h): a moved or
+// copied tree runs its own script, the one that matches its C++ model.
+std::string torch_script() { return nn::find_in_repo("scripts/gpt_torch.py"); }
 
 namespace fs = std::filesystem;
 
@@ -106,14 +109,22 @@ std::string json_string(const std::string& json, const std::string& key) {
 // script failed, with the reason in *why).
 std::string run_torch(const std::string& args, std::string* why) {
   const std::string py = torch_python(), script = torch_script();
-  if (py.empty() || script.empty()) {
+  if (py.empty()) {
     *why = "skipped: no Python with PyTorch was found when nnlab was configured (install python3-torch, re-run cmake)";
+    return "";
+  }
+  if (script.empty()) {
+    *why = "skipped: scripts/gpt_torch.py not found: this nnlab (" + nn::this_executable() +
+           ") is not inside a checkout of the repository, nor is the tree it was built from there any more; "
+           "run the nnlab of a build inside the checkout (build/<preset>/bin/nnlab)";
     return "";
   }
   const std::string tmp = (fs::temp_directory_path() / ("nnlab_torch_bench_" + std::to_string(::getpid()) + ".json")).string();
   const std::string cmd = "'" + py + "' '" + script + "' " + args + " --json '" + tmp + "'";
   std::cout << "running PyTorch: " << cmd << "\n" << std::flush;
-  const int rc = std::system(cmd.c_str());
+  const int raw = std::system(cmd.c_str());
+  // std::system returns the wait status: the exit code is in its high byte (768 is exit 3).
+  const int rc = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : raw;
   std::ifstream in(tmp);
   std::stringstream ss;
   ss << in.rdbuf();

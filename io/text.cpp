@@ -15,6 +15,7 @@
 #include "nn/check.h"
 #include "io/data_limit.h"
 #include "io/file_io.h"
+#include "io/repo_paths.h"
 
 namespace nn {
 
@@ -193,9 +194,11 @@ std::vector<std::string> corpus_search_dirs() {
   if (const char* env = std::getenv("NNLAB_DATA"); env != nullptr && env[0] != '\0') {
     dirs.emplace_back(env);
   }
-#ifdef NNLAB_SOURCE_DIR
-  dirs.push_back((fs::path(NNLAB_SOURCE_DIR) / "data").string());
-#endif
+  // <repo>/data: the tree this program runs from, then the one it was built from
+  // (io/repo_paths.h), so a moved or copied tree reads its own data.
+  for (const std::string& root : repo_roots()) {
+    dirs.push_back((fs::path(root) / "data").string());
+  }
   // Relative to the working directory: a data folder beside the checkout.
   dirs.emplace_back("../shared/data");
   dirs.emplace_back("../../shared/data");

@@ -41,8 +41,9 @@ struct TextCorpus {
 //   - `path` not empty: that file and only that (nn::Error if missing, unreadable or empty).
 //   - otherwise Tiny Shakespeare (tinyshakespeare.txt, or input.txt in a tinyshakespeare/
 //     folder), looked for in: $NNLAB_DATA, <repo>/data (where scripts/fetch_data.py
-//     tinyshakespeare puts it), ../shared/data and ../../shared/data from the working
-//     directory;
+//     tinyshakespeare puts it; for each root of nn::repo_roots(), io/repo_paths.h: the
+//     tree above the executable, then the tree it was built from), ../shared/data and
+//     ../../shared/data from the working directory;
 //   - otherwise the fallback: the licence texts in /usr/share/common-licenses (package
 //     base-files, on every Debian machine; ~230 KB of English), with fallback = true and a
 //     description saying so and how to get Tiny Shakespeare.
@@ -56,8 +57,8 @@ TextCorpus corpus_from_text(std::string text, std::string description, double va
 //   load_corpus("", f) == find_corpus(corpus_search_dirs(), kLicenceDir, f).
 inline constexpr const char* kLicenceDir = "/usr/share/common-licenses";
 // The directories searched for Tiny Shakespeare, in order: $NNLAB_DATA (when set),
-// <repo>/data, ../shared/data, ../../shared/data (the last two relative to the working
-// directory).
+// <root>/data for each of nn::repo_roots(), ../shared/data, ../../shared/data (the last two
+// relative to the working directory).
 std::vector<std::string> corpus_search_dirs();
 // The Tiny Shakespeare file in `dir`: dir/tinyshakespeare.txt, else
 // dir/tinyshakespeare/input.txt (where fetch_data.py puts it), else "".

@@ -14,6 +14,7 @@
 
 #include "nn/check.h"
 #include "io/idx.h"
+#include "io/repo_paths.h"
 
 namespace nn {
 
@@ -150,26 +151,11 @@ std::string find_dataset_dir(const std::string& name, const std::string& dir) {
     if (const char* env = std::getenv("NNLAB_DATA"); env != nullptr && env[0] != '\0') {
       tried.push_back(fs::path(env) / name);
     }
-#ifdef NNLAB_SOURCE_DIR
-    tried.push_back(fs::path(NNLAB_SOURCE_DIR) / "data" / name);
-#endif
-#ifdef __linux__
-    // A tree that was moved or copied after the build: the compiled-in path above names the
-    // old place, so also look up from the executable (<tree>/build/<preset>/bin/lesson02 ->
-    // <tree>/data). Only folders that exist are added: they are the ones worth naming.
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-      fs::path up = exe.parent_path();
-      for (int level = 0; level < 4 && up.has_relative_path(); ++level, up = up.parent_path()) {
-        const fs::path candidate = up / "data" / name;
-        if (fs::is_directory(up / "data", ec) &&
-            std::find(tried.begin(), tried.end(), candidate) == tried.end()) {
-          tried.push_back(candidate);
-        }
-      }
+    // <repo>/data/<name>: the tree this program runs from, then the one it was built from
+    // (io/repo_paths.h: a tree moved or copied after the build reads its own data).
+    for (const std::string& root : repo_roots()) {
+      tried.push_back(fs::path(root) / "data" / name);
     }
-#endif
     tried.push_back(fs::path("/usr/share/datasets") / name);
   }
 

@@ -32,8 +32,9 @@ ImageDataset load_idx_dataset(const std::string& images_path, const std::string&
 void check_same_format(const ImageDataset& train, const ImageDataset& test);
 
 // Finds the directory holding a named MNIST-format dataset ("fashion-mnist" or "mnist").
-// Looks, in order, at: `dir` if not empty; $NNLAB_DATA/<name>; <repo>/data/<name>;
-// /usr/share/datasets/<name> (Debian's dataset-fashion-mnist package). A directory counts
+// Looks, in order, at: `dir` if not empty; $NNLAB_DATA/<name>; <repo>/data/<name> for each
+// root of nn::repo_roots() (io/repo_paths.h: the tree above the executable, then the tree
+// it was built from); /usr/share/datasets/<name> (Debian's dataset-fashion-mnist package). A directory counts
 // when it holds train-images-idx3-ubyte (optionally .gz). Throws nn::Error listing the
 // places tried and how to get the data (apt package or scripts/fetch_data.py).
 // A non-empty `dir` is the only place looked at (`dir` itself, or `dir`/<name>): an

@@ -86,3 +86,25 @@ TEST_CASE("lesson 09's README names exactly the versions a 5.x card cannot run",
   INFO("README names: " << list);
   CHECK(named == needing_more);
 }
+
+TEST_CASE("lesson 09's gdb transcript steps through a kernel a student copy has, at the lines it names",
+          "[cuda][lesson09][docs]") {
+  // The transcript stops in v3 of kernels/cuda/matmul.cu (scripts/student_release.sh keeps it;
+  // the exercises' solutions, which an earlier transcript stepped through, are not in that copy)
+  // and names its lines: 211 (the kernel's first line), 222 (the first tile load, after `next
+  // 7`) and 226 (the inner product, where the conditional breakpoint sits).
+  const std::string readme = read_text(std::string(NNLAB_SOURCE_DIR) + "/lessons/09-cuda/README.md");
+  CHECK(readme.find("exercises/solutions") == std::string::npos);
+  CHECK(readme.find("_solution") == std::string::npos);
+  CHECK_THAT(readme, Catch::Contains("file ../../kernels/cuda/matmul.cu, line 211.") &&
+                         Catch::Contains("break 226 if row == 0 && col == 37 && k == 0"));
+  std::istringstream src(read_text(std::string(NNLAB_SOURCE_DIR) + "/kernels/cuda/matmul.cu"));
+  std::vector<std::string> lines(1);  // lines[n] is line n
+  for (std::string line; std::getline(src, line);) lines.push_back(line);
+  REQUIRE(lines.size() > 226);
+  for (const int n : {211, 222, 226}) {
+    INFO("kernels/cuda/matmul.cu:" << n << " is " << lines[static_cast<size_t>(n)]);
+    CHECK_THAT(readme, Catch::Contains(std::to_string(n) + "\t" + lines[static_cast<size_t>(n)]));
+  }
+  CHECK_THAT(lines[226], Catch::Contains("sum += As[ty][k] * Bs[k][tx];"));
+}

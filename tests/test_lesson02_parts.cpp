@@ -173,6 +173,35 @@ TEST_CASE("autograd: the neuron's gradients equal the closed form", "[lesson02][
     REQUIRE(close(g.node(4).grad, dy_dn, 1e-15, 1e-13));          // dy/db
     require_gradients_match("neuron", [in](Graph& graph) { return lesson02::build_neuron(graph, in); });
   }
+  SECTION("the \"by hand\" line: the sum over paths equals backward, also with x1 used twice") {
+    Graph g;
+    const Value y = lesson02::build_neuron(g, lesson02::NeuronInputs{});
+    g.backward(y);
+    for (int i = 0; i < 5; ++i) {  // the leaves x1, w1, x2, w2, b: one path each
+      REQUIRE(lesson02::chain_rule_paths(g, i, y.index()).size() == 1);
+    }
+    REQUIRE(lesson02::chain_rule_by_hand(g, 1, y.index()) == "2 * 1 * 1 * 0.64 = 1.28");  // dy/dw1
+    // Question 2's neuron, tanh(x1*w1 + x1*w2 + b): x1 reaches y along two paths, and their
+    // sum is what backward's += collects.
+    const lesson02::NeuronInputs in;
+    Graph g2;
+    const Value x1 = g2.leaf(in.x1, "x1"), w1 = g2.leaf(in.w1, "w1"), w2 = g2.leaf(in.w2, "w2");
+    const Value b = g2.leaf(in.b, "b");
+    const Value y2 = lesson02::tanh((x1 * w1) + (x1 * w2) + b);
+    g2.backward(y2);
+    const auto paths = lesson02::chain_rule_paths(g2, x1.index(), y2.index());
+    REQUIRE(paths.size() == 2);
+    double sum = 0.0;
+    for (const auto& path : paths) {
+      double product = 1.0;
+      for (double d : path) product *= d;
+      sum += product;
+    }
+    const double dy_dn = 1.0 - y2.data() * y2.data();
+    REQUIRE(close(sum, (in.w1 + in.w2) * dy_dn, 1e-15, 1e-13));
+    REQUIRE(close(sum, g2.node(x1.index()).grad, 1e-15, 1e-13));
+    REQUIRE(lesson02::chain_rule_paths(g2, b.index(), x1.index()).empty());  // x1 does not depend on b
+  }
   SECTION("the demo's numbers: y = 0.6, dy/dn = 0.64") {
     Graph g;
     const Value y = lesson02::build_neuron(g, lesson02::NeuronInputs{});

@@ -23,7 +23,8 @@
 namespace ex {
 
 float neuron_forward(const float* x, const float* w, float b, int n) {
-  // TODO: compute z = b + sum_i w[i] * x[i], then return sigmoid(z).
+  // TODO: the neuron of point 1 above: its weighted sum (where does the sum start?), then
+  //       squashed into (0, 1).
   (void)x;
   (void)w;
   (void)b;
@@ -33,9 +34,8 @@ float neuron_forward(const float* x, const float* w, float b, int n) {
 
 void layer_forward(float* out, const float* inp, const float* weight, const float* bias, int B,
                    int C, int OC) {
-  // TODO: for every row b and neuron o, write
-  //       out[b * OC + o] = sigmoid(bias[o] + sum_c weight[o * C + c] * inp[b * C + c]).
-  //       (neuron_forward above computes exactly one of these.)
+  // TODO: point 2 above: one output per (input row, neuron) pair. Each is one neuron's
+  //       forward on one row: which weights, which inputs and which bias does it read?
   (void)out;
   (void)inp;
   (void)weight;

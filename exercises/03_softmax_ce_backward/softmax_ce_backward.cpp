@@ -25,11 +25,9 @@ namespace ex {
 
 void softmax_ce_backward(float* dlogits, const float* logits, const int32_t* targets, int B,
                          int V) {
-  // TODO: for each row b:
-  //         1. m = the largest of logits[b * V + 0 .. b * V + V - 1]
-  //         2. sum = sum_v exp(logits[b * V + v] - m)
-  //         3. p_v = exp(logits[b * V + v] - m) / sum
-  //         4. dlogits[b * V + v] = (p_v - (v == targets[b] ? 1 : 0)) / B
+  // TODO: for each row: its probabilities (the stable softmax above: what is subtracted
+  //       first, and why), then the gradient of the MEAN loss with respect to each logit
+  //       (the last formula above: which class is treated differently, and what scales all).
   (void)dlogits;
   (void)logits;
   (void)targets;

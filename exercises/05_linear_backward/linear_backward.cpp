@@ -25,9 +25,9 @@ namespace ex {
 
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int B, int C, int OC) {
-  // TODO: 1. if dinp != nullptr: dinp[b * C + c] = sum_o dout[b * OC + o] * weight[o * C + c]
-  //       2. dweight[o * C + c] += sum_b dout[b * OC + o] * inp[b * C + c]
-  //       3. if dbias != nullptr: dbias[o] += sum_b dout[b * OC + o]
+  // TODO: the three gradients above, each a sum over the paths it names: the input's over
+  //       the outputs, the weights' and the bias's over the batch rows. Which are assigned,
+  //       which accumulated, and which may be absent (the gradient rule above)?
   (void)dinp;
   (void)dweight;
   (void)dbias;

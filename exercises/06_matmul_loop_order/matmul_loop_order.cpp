@@ -28,10 +28,9 @@
 namespace ex {
 
 void matmul_ikj(float* C, const float* A, const float* B, int M, int K, int N) {
-  // TODO: for each row i of C:
-  //         1. set row i of C to 0 (C[i * N + j] = 0 for every j)
-  //         2. for each k: a = A[i * K + k]; for each j: C[i * N + j] += a * B[k * N + j]
-  //       The innermost loop runs over j: unit stride in both B and C.
+  // TODO: the same sums as the plain loop, built row by row as above: row i of C as a sum
+  //       of rows of B, each scaled by one element of A. Which loop must be innermost so
+  //       that both B and C are walked with unit stride, and what must C's row hold first?
   (void)C;
   (void)A;
   (void)B;

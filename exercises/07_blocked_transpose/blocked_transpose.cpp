@@ -11,15 +11,21 @@
 //       }
 //     }
 //
-// Blocked, the same two loops run over one tile x tile block at a time:
+// Blocking changes the ORDER in which the elements are visited, not what is written: cut
+// the matrix into square tiles of tile x tile elements and finish one tile before starting
+// the next. Inside one tile the stretch of a row read from `in` and the stretch of a column
+// written to `out` are both only `tile` floats long, so the cache lines the tile touches
+// are still in the cache when the next row of the tile needs them (blocked_transpose.h).
+// in (5, 7) with tile = 3: the tiles, visited in the order of their numbers,
 //
-//     for r0 = 0, tile, 2*tile, ... < rows:          // which block row
-//       for c0 = 0, tile, 2*tile, ... < cols:        // which block column
-//         for r in [r0, min(r0 + tile, rows)):       // (tile,) rows of the block
-//           for c in [c0, min(c0 + tile, cols)):     // (tile,) columns of the block
-//             out[c * rows + r] = in[r * cols + c];
+//     0 0 0 1 1 1 2
+//     0 0 0 1 1 1 2
+//     0 0 0 1 1 1 2
+//     3 3 3 4 4 4 5
+//     3 3 3 4 4 4 5
 //
-// The min() matters: 37 rows in tiles of 8 leave a last block of 5.
+// The tiles on the right and bottom edges are smaller when tile does not divide the shape
+// (here 3 x 1, 2 x 3 and 2 x 1; 37 rows in tiles of 8 leave a last tile of 5 rows).
 //
 // Check your work: `nnlab check` (or `nnlab check --only 07_blocked_transpose`).
 #include "exercises/07_blocked_transpose/blocked_transpose.h"
@@ -29,8 +35,11 @@
 namespace ex {
 
 void transpose_blocked(float* out, const float* in, int rows, int cols, int tile) {
-  // TODO: 1. if tile < 1: throw std::invalid_argument("... tile must be >= 1 ...")
-  //       2. the four loops above: two over the blocks, two inside one block.
+  // TODO: 1. a tile size that cannot cut the matrix into tiles is refused before anything
+  //          is written (what blocked_transpose.h promises for it).
+  //       2. the transpose of the plain loop, visited tile by tile as in the picture: which
+  //          tiles are there, which elements belong to one, and where does a tile at the
+  //          right or bottom edge end?
   (void)out;
   (void)in;
   (void)rows;

@@ -16,8 +16,8 @@
 namespace ex {
 
 void bias_relu(float* out, const float* inp, const float* bias, int B, int OC) {
-  // TODO: for each b in [0, B), o in [0, OC):
-  //         x = inp[b * OC + o] + bias[o];  out[b * OC + o] = x > 0 ? x : 0
+  // TODO: the formula above for every element, in one pass: each input read once and each
+  //       output written once. Which bias does an element get?
   (void)out;
   (void)inp;
   (void)bias;

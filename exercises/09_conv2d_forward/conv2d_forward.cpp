@@ -25,10 +25,10 @@ namespace ex {
 
 void conv2d_forward(float* out, const float* inp, const float* weight, const float* bias, int B,
                     int C, int H, int W, int OC, int KH, int KW, int stride, int pad) {
-  // TODO: 1. compute OH and OW
-  //       2. loops over b, o, oh, ow: start the sum at bias[o] (or 0 if bias is nullptr)
-  //       3. inside, loops over c, kh, kw: add inp[...] * weight[...] when (ih, iw) is inside
-  //       4. out[((b * OC + o) * OH + oh) * OW + ow] = sum
+  // TODO: every output pixel of every image and output channel is the sum above: its
+  //       receptive field over all input channels, times the kernel, plus the bias (when
+  //       there is one). Work out the output size first, and leave out the terms that
+  //       fall in the padding rather than reading outside inp.
   (void)out;
   (void)inp;
   (void)weight;

@@ -29,12 +29,10 @@ namespace ex {
 void rnn_step_backward(float* dx, float* dh_prev, float* dWx, float* dWh, float* db,
                        const float* dh, const float* h, const float* x, const float* h_prev,
                        const float* Wx, const float* Wh, int B, int C, int H) {
-  // TODO: 1. dz[b * H + j] = dh[b * H + j] * (1 - h[b * H + j]^2)   (a local std::vector)
-  //       2. if dx != nullptr: dx[b * C + c] = sum_j dz[b * H + j] * Wx[j * C + c]
-  //       3. dh_prev[b * H + k] = sum_j dz[b * H + j] * Wh[j * H + k]
-  //       4. dWx[j * C + c] += sum_b dz[b * H + j] * x[b * C + c]
-  //       5. dWh[j * H + k] += sum_b dz[b * H + j] * h_prev[b * H + k]
-  //       6. db[j] += sum_b dz[b * H + j]
+  // TODO: the backward above, in its order: first the gradient through tanh (from the
+  //       saved output; it is needed by everything after, so keep it somewhere), then the two
+  //       linear backwards that share it. Mind which results are assigned, which
+  //       accumulated, and which may be absent.
   (void)dx;
   (void)dh_prev;
   (void)dWx;

@@ -27,11 +27,11 @@ namespace ex {
 void lstm_cell_forward(float* h, float* c, float* gates, const float* x, const float* h_prev,
                        const float* c_prev, const float* Wx, const float* Wh, const float* b,
                        int B, int C, int H) {
-  // TODO: 1. for each row b and r in [0, 4H): z = b[r] + sum_c x[b * C + c] * Wx[r * C + c]
-  //          + sum_k h_prev[b * H + k] * Wh[r * H + k];  store it in gates[b * 4H + r]
-  //       2. for each row b and j in [0, H): turn the four z's of unit j into i, f, g, o
-  //          (sigmoid, sigmoid, tanh, sigmoid), write them back into gates, then
-  //          c[b * H + j] = f * c_prev[b * H + j] + i * g;  h[b * H + j] = o * tanh(c[b * H + j])
+  // TODO: 1. the one linear layer with 4H outputs above, for every row (gates is a fine
+  //          place to keep its results for now).
+  //       2. per unit: its four gates, each from its own quarter of those outputs with its
+  //          own squash; what gates must hold in the end; then the new cell and the new
+  //          hidden state.
   (void)h;
   (void)c;
   (void)gates;

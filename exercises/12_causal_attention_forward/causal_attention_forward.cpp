@@ -24,12 +24,9 @@
 namespace ex {
 
 void causal_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-  // TODO: for b < B, t < T, h < NH:
-  //       1. att_row = att + ((b * NH + h) * T + t) * T; for t2 <= t: att_row[t2] = q_t . k_t2 / sqrt(hs),
-  //          keeping the largest of them
-  //       2. att_row[t2] = exp(att_row[t2] - max) for t2 <= t, summed; divide each by the sum;
-  //          att_row[t2] = 0 for t2 > t
-  //       3. out_t[i] = sum over t2 <= t of att_row[t2] * v_t2[i], for i < hs
+  // TODO: for every sequence, head and query position, the three steps above: the scaled
+  //       scores against the positions it may see, their stable softmax (what goes in the
+  //       rest of the row?), and the weighted sum of the values into that head's slice of out.
   (void)out;
   (void)att;
   (void)qkv;

@@ -32,11 +32,9 @@ namespace ex {
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
                         int N, int C) {
-  // TODO: for each row n:
-  //       1. g_mean = mean over c of g = dout[n * C + c] * weight[c]
-  //          gxhat_mean = mean over c of g * xhat, xhat = (inp[n * C + c] - mean[n]) * rstd[n]
-  //       2. for each c: dbias[c] += dout[n * C + c];  dweight[c] += dout[n * C + c] * xhat
-  //          dinp[n * C + c] += rstd[n] * (g - g_mean - xhat * gxhat_mean)
+  // TODO: per row, the three parts above. The input gradient needs the row's two means
+  //       before any channel can be finished, so it takes two passes over the row; xhat is
+  //       not saved, it is rebuilt from what the forward did save. Everything accumulates.
   (void)dinp;
   (void)dweight;
   (void)dbias;

@@ -66,13 +66,12 @@ __global__ void transpose_naive_kernel(float* out, const float* in, int rows, in
 // Block (bx, by) moves the tile in[r0 : r0+32, c0 : c0+32] (r0 = 32 by, c0 = 32 bx) to
 // out[c0 : c0+32, r0 : r0+32]. Thread (tx, ty) handles tile rows ty, ty+8, ty+16, ty+24.
 __global__ void transpose_tiled_kernel(float* out, const float* in, int rows, int cols) {
-  // TODO 1: declare the tile, __shared__ float tile[kTile][kTilePitch], and tx, ty, r0, c0
-  //         (threadIdx and blockIdx are unsigned: static_cast<int>).
-  // TODO 2: load: for j = 0, 8, 16, 24, thread (tx, ty) copies in[r0 + ty + j][c0 + tx] into
-  //         tile[ty + j][tx], if that element exists. Then __syncthreads(). Then store: for
-  //         j = 0, 8, 16, 24, it writes row c0 + ty + j, column r0 + tx of out, if that
-  //         element exists, from the tile: which element of the tile holds
-  //         in[r0 + tx][c0 + ty + j]?
+  // TODO 1: the block's tile in shared memory (its rows kTilePitch floats apart), and this
+  //         thread's and block's coordinates (threadIdx and blockIdx are unsigned).
+  // TODO 2: the three phases of the fix above. Load: this thread's four elements of in's
+  //         tile, the warp along a row of in. The barrier. Store: this thread's four
+  //         elements of out's tile, the warp along a row of out: which element of the tile
+  //         holds each? Guard both phases at the matrix edges, without returning early.
   (void)out;
   (void)in;
   (void)rows;

@@ -8,8 +8,8 @@
 //   1. the warp. The 32 lanes of a warp can read each other's registers, with no memory
 //      at all: __shfl_down_sync(mask, v, offset) returns the v of lane (this lane + offset).
 //      Five steps, offsets 16, 8, 4, 2, 1, each halving the number of lanes that hold a
-//      partial sum, leave the warp's sum in lane 0:
-//          for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(mask, v, offset);
+//      partial sum, leave the warp's sum in lane 0: at each step every lane adds the partial
+//      sum of the lane `offset` above it (lanes 0..15 add 16..31, then 0..7 add 8..15, ...).
 //      (__shfl_xor_sync(mask, v, offset) instead leaves the sum in EVERY lane: a butterfly.)
 //   2. the block. Warps cannot shuffle with each other, so lane 0 of each warp writes its
 //      warp's sum to shared memory, __syncthreads(), and warp 0 sums those (up to 32) values
@@ -56,7 +56,8 @@ constexpr int kMaxBlocks = 32;
 // The sum of v over the 32 lanes of the calling warp, in lane 0 (the other lanes may end
 // with partial sums: nobody reads them).
 __device__ float warp_sum(float v) {
-  // TODO 1: five __shfl_down_sync steps, offsets 16, 8, 4, 2, 1, with kFullMask.
+  // TODO 1: level 1 above: the warp's sum, gathered into lane 0 in five shuffle steps. Which
+  //         lanes must take part in each step (the mask paragraph)?
   (void)kFullMask;
   return v;
 }
@@ -76,12 +77,11 @@ __global__ void sum_kernel(float* total, const float* x, int n) {
   const int first = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   for (int i = first; i < n; i += stride) v += x[i];
 
-  // TODO 2: declare __shared__ float warp_totals[32] (one slot per warp: at most 1024 / 32
-  //         warps in a block); v = warp_sum(v); lane 0 of each warp stores it in
-  //         warp_totals[warp].
-  // TODO 3: __syncthreads(), reached by every thread of the block.
-  // TODO 4: warp 0 (all 32 of its lanes) sums warp_totals[0 .. warps-1] with warp_sum (a lane
-  //         past `warps` contributes 0), and its lane 0 does atomicAdd(total, that sum).
+  // TODO 2: level 2 above, first half: each warp's sum, and one slot of shared memory per
+  //         warp to hold it (how many warps can a block have at most?), written by one lane.
+  // TODO 3: the barrier of level 2: which threads must reach it?
+  // TODO 4: level 2's second half and level 3: one warp sums the warps' slots (what does a
+  //         lane with no slot add?), and one lane of it adds the block's sum to the total.
   (void)total;
   (void)lane;
   (void)warp;

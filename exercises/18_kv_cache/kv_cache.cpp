@@ -29,7 +29,7 @@
 namespace ex {
 
 void kv_cache_append(float* kcache, float* vcache, const float* k, const float* v, int pos, int C) {
-  // TODO: copy the C floats of k into kcache row pos (kcache + pos * C), and v into vcache row pos
+  // TODO: step 1 above: the new position's key and value become the cache's row pos.
   (void)kcache;
   (void)vcache;
   (void)k;
@@ -40,11 +40,9 @@ void kv_cache_append(float* kcache, float* vcache, const float* k, const float* 
 
 void kv_cache_attend(float* out, const float* q, const float* kcache, const float* vcache, int pos, int C,
                      int NH) {
-  // TODO: hs = C / NH; for each head h:
-  //       1. s[t2] = (q + h * hs) . (kcache + t2 * C + h * hs) / sqrt(hs) for t2 = 0..pos, and their max
-  //          (pos + 1 scores: a std::vector<float>, include <vector>)
-  //       2. e[t2] = exp(s[t2] - max), summed; a[t2] = e[t2] / sum
-  //       3. out[h * hs + i] = sum over t2 <= pos of a[t2] * vcache[t2 * C + h * hs + i], for i < hs
+  // TODO: step 2 above, head by head: the scaled scores of the query against every cached
+  //       key up to pos (you need somewhere to keep them), their stable softmax, and the
+  //       weighted sum of the cached values into that head's slice of out.
   (void)out;
   (void)q;
   (void)kcache;

@@ -28,11 +28,10 @@
 namespace ex {
 
 void quantize_int8_rows(int8_t* q, float* scales, const float* w, int rows, int cols) {
-  // TODO: for each row r (w + r * cols):
-  //       1. amax = the largest |w| of the row (std::fabs, include <cmath>); scale = amax / 127.0f;
-  //          scales[r] = scale
-  //       2. for each c: v = scale > 0 ? std::nearbyint(w / scale) : 0, clamped to [-127, 127]
-  //          (std::clamp, include <algorithm>); q[r * cols + c] = static_cast<int8_t>(v)
+  // TODO: for each row: its scale, chosen so that the row's largest magnitude lands on the
+  //       last int8 step (stored in scales), then each weight of the row as the number of
+  //       whole steps nearest to it, kept inside the symmetric range. The three traps of
+  //       the list above (how to divide, how to round a tie, a row of zeros) all apply.
   (void)q;
   (void)scales;
   (void)w;
@@ -41,7 +40,7 @@ void quantize_int8_rows(int8_t* q, float* scales, const float* w, int rows, int 
 }
 
 void dequantize_int8_rows(float* w, const int8_t* q, const float* scales, int rows, int cols) {
-  // TODO: w[r * cols + c] = scales[r] * q[r * cols + c] (as float)
+  // TODO: the weights the quantised matrix stands for (W' above), row by row.
   (void)w;
   (void)q;
   (void)scales;
@@ -50,7 +49,8 @@ void dequantize_int8_rows(float* w, const int8_t* q, const float* scales, int ro
 }
 
 void int8_matvec(float* y, const float* x, const int8_t* q, const float* scales, int rows, int cols) {
-  // TODO: for each row r: acc = sum over c of q[r * cols + c] * x[c] (in float); y[r] = scales[r] * acc
+  // TODO: y = W' x without building W': per row, the integer weights against x first, and
+  //       the row's scale applied once at the end (the last formula above).
   (void)y;
   (void)x;
   (void)q;

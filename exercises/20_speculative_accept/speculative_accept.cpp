@@ -32,11 +32,10 @@ namespace ex {
 
 int32_t speculative_accept(const float* p, const float* q, int V, int32_t x, float u_accept, float u_resample,
                            bool* accepted) {
-  // TODO: 1. if u_accept < p[x] / q[x]: *accepted = true, return x
-  //       2. *accepted = false; Z = sum over y of max(0, p[y] - q[y])
-  //       3. target = u_resample * Z; walk y = 0..V-1 adding max(0, p[y] - q[y]) to a running sum;
-  //          return the first y with target < sum (and with a residual > 0)
-  //       Replace the two placeholder lines below: -1 is not a token.
+  // TODO: the rule above: the accept test for the draft's token, and on a reject the draw
+  //       from the residual by inverse CDF, with each uniform used for its own purpose only.
+  //       Say through *accepted which of the two happened, and handle the rounding cases of
+  //       the list above. Replace the two placeholder lines below: -1 is not a token.
   (void)p;
   (void)q;
   (void)V;

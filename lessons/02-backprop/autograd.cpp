@@ -304,6 +304,47 @@ AutogradCheck check_expression(const Expression& build, double h) {
   return result;
 }
 
+std::vector<std::vector<double>> chain_rule_paths(const Graph& graph, int from, int to) {
+  if (from == to) {
+    return {{}};  // one path with no edges: d(node)/d(node) = 1
+  }
+  std::vector<std::vector<double>> paths;
+  // The tape is in creation order, so every node that reads `from` comes after it.
+  for (int k = from + 1; k <= to; ++k) {
+    const Node& child = graph.node(k);
+    for (int j = 0; j < child.num_parents; ++j) {  // x * x reads x twice: two edges
+      if (child.parents[static_cast<size_t>(j)] != from) {
+        continue;
+      }
+      for (std::vector<double>& rest : chain_rule_paths(graph, k, to)) {
+        rest.insert(rest.begin(), child.local_grads[static_cast<size_t>(j)]);
+        paths.push_back(std::move(rest));
+      }
+    }
+  }
+  return paths;
+}
+
+std::string chain_rule_by_hand(const Graph& graph, int from, int to) {
+  std::ostringstream os;
+  double total = 0.0;
+  const std::vector<std::vector<double>> paths = chain_rule_paths(graph, from, to);
+  for (size_t p = 0; p < paths.size(); ++p) {
+    double product = 1.0;
+    for (size_t e = 0; e < paths[p].size(); ++e) {
+      os << (p > 0 && e == 0 ? " + " : "") << (e > 0 ? " * " : "") << paths[p][e];
+      product *= paths[p][e];
+    }
+    total += product;
+  }
+  if (paths.empty()) {
+    os << "0 (no path)";
+  } else {
+    os << " = " << total;
+  }
+  return os.str();
+}
+
 void print_graph(std::ostream& os, const Graph& graph, const std::vector<double>& numeric) {
   const bool with_numeric = numeric.size() == static_cast<size_t>(graph.size());
   const std::ios::fmtflags saved_flags = os.flags();
@@ -447,9 +488,19 @@ int run_autograd_part(const Options& opts) {
             << " h = 1e-6\n";
   print_graph(std::cout, neuron_check.graph, neuron_check.numeric);
   std::cout << "max |grad - numeric| = " << neuron_check.max_abs_diff << "\n";
-  const double dy_dn = 1.0 - y.data() * y.data();
-  std::cout << "by hand: dy/dn = 1 - y^2 = " << dy_dn << "; dy/dw1 = x1 * dy/dn = " << in.x1 * dy_dn
-            << "; dy/dx1 = w1 * dy/dn = " << in.w1 * dy_dn << "; dy/db = dy/dn = " << dy_dn << "\n\n";
+  // By hand, without backward: each leaf's paths up to y, each the product of the local
+  // derivatives along it (the tanh edge is 1 - y^2). Read from the graph, not written out
+  // for this neuron, so the lines stay right when build_neuron is edited (question 2).
+  std::cout << "by hand, the chain rule as a sum over paths (leaf -> y, the product of the local"
+               " derivatives along each; tanh's is 1 - y^2 = "
+            << 1.0 - y.data() * y.data() << "):\n";
+  for (int i = 0; i < neuron_graph.size(); ++i) {
+    const Node& leaf = neuron_graph.node(i);
+    if (leaf.op == "leaf") {
+      std::cout << "  dy/d" << leaf.label << " = " << chain_rule_by_hand(neuron_graph, i, y.index()) << "\n";
+    }
+  }
+  std::cout << "\n";
   if (!(neuron_check.max_abs_diff <= kTolerance)) {
     std::cerr << "error: autograd and finite differences disagree by " << neuron_check.max_abs_diff
               << " on the neuron: a local derivative in autograd.cpp is wrong\n";

@@ -138,6 +138,16 @@ AutogradCheck check_expression(const Expression& build, double h = 1e-6);
 // the finite difference and the difference between the two.
 void print_graph(std::ostream& os, const Graph& graph, const std::vector<double>& numeric = {});
 
+// The chain rule read the other way: d(to)/d(from) is the sum, over every path of edges from
+// node `from` up to node `to`, of the product of the local derivatives along that path. One
+// vector of local derivatives per path (in order, from `from` upwards); none when `to` does
+// not depend on `from`. Exponential in general, fine for the neuron: part 1 prints it as the
+// gradient "by hand", found without Graph::backward, so it stays right when the neuron is
+// edited (question 2) and shows a leaf used twice as two paths.
+std::vector<std::vector<double>> chain_rule_paths(const Graph& graph, int from, int to);
+// "w1 * 1 * 1 * 0.64 = ..." for each path, joined with " + ", then " = " and the sum.
+std::string chain_rule_by_hand(const Graph& graph, int from, int to);
+
 // ---- the demos of part 1 ---------------------------------------------------------------------
 // The single neuron y = tanh(w1*x1 + w2*x2 + b), with numbers chosen so that
 // n = w1*x1 + w2*x2 + b = ln 2, hence y = tanh(ln 2) = 0.6 exactly and dy/dn = 1 - y^2 = 0.64.
