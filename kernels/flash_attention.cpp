@@ -51,6 +51,33 @@ struct Layout {
   ptrdiff_t lse(int b, int h, int t) const { return (static_cast<ptrdiff_t>(b) * NH + h) * T + t; }
 };
 
+// v1's row t of query head h's probabilities (KV head g), into p[0, T): the scores, then the
+// softmax with its max subtracted, kernels/attention.cpp's v1 step for step (so with NKV == NH
+// the two agree bit for bit); 0 past t. Gives the max and the sum of exponentials (the lse's
+// parts). The forward and the backward of v1 both compute it.
+template <typename F>
+void probability_row(F* p, F& maxval, F& expsum, const F* qkv, const Layout& L, int b, int h, int g, int t,
+                     F scale) {
+  const F* q = qkv + L.pos(b, t) + L.q(h);
+  maxval = -std::numeric_limits<F>::infinity();
+  for (int t2 = 0; t2 <= t; ++t2) {
+    const F* k = qkv + L.pos(b, t2) + L.k(g);
+    F dot = 0;
+    for (int i = 0; i < L.hs; ++i) dot += q[i] * k[i];
+    dot *= scale;
+    p[t2] = dot;
+    if (dot > maxval) maxval = dot;
+  }
+  expsum = 0;
+  for (int t2 = 0; t2 <= t; ++t2) {
+    const F e = std::exp(p[t2] - maxval);
+    p[t2] = e;
+    expsum += e;
+  }
+  const F expsum_inv = F(1) / expsum;
+  for (int t2 = 0; t2 < L.T; ++t2) p[t2] = t2 <= t ? p[t2] * expsum_inv : F(0);
+}
+
 // v2's tile: queries x keys of 16 x 16 (small: it is for reading, and for the gradient
 // checks' tiny sizes to cross tile edges).
 constexpr int kTile2 = 16;
@@ -78,27 +105,9 @@ void flash_attention_forward_v1(F* out, F* lse, const F* qkv, int B, int Tn, int
     for (int h = 0; h < NH; ++h) {
       const int g = h / L.group;  // the KV head this query head reads
       for (int t = 0; t < Tn; ++t) {
-        const F* q = qkv + L.pos(b, t) + L.q(h);
         F* p = P.data() + static_cast<ptrdiff_t>(t) * Tn;
-        // scores, then the softmax with its max subtracted: kernels/attention.cpp's v1 step
-        // for step, so with NKV == NH the two agree bit for bit
-        F maxval = -std::numeric_limits<F>::infinity();
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const F* k = qkv + L.pos(b, t2) + L.k(g);
-          F dot = 0;
-          for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
-          dot *= scale;
-          p[t2] = dot;
-          if (dot > maxval) maxval = dot;
-        }
-        F expsum = 0;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const F e = std::exp(p[t2] - maxval);
-          p[t2] = e;
-          expsum += e;
-        }
-        const F expsum_inv = F(1) / expsum;
-        for (int t2 = 0; t2 < Tn; ++t2) p[t2] = t2 <= t ? p[t2] * expsum_inv : F(0);
+        F maxval, expsum;
+        probability_row(p, maxval, expsum, qkv, L, b, h, g, t, scale);
         // log sum_t2 exp(s) = max + log sum exp(s - max): what the flash versions save
         lse[L.lse(b, h, t)] = maxval + std::log(expsum);
         F* o = out + L.out(b, t, h);
@@ -131,25 +140,8 @@ void flash_attention_backward_v1(F* dqkv, const F* dout, const F* qkv, const F* 
     for (int h = 0; h < NH; ++h) {
       const int g = h / L.group;
       for (int t = 0; t < Tn; ++t) {  // the forward's probabilities, row t
-        const F* q = qkv + L.pos(b, t) + L.q(h);
-        F* p = P.data() + static_cast<ptrdiff_t>(t) * Tn;
-        F maxval = -std::numeric_limits<F>::infinity();
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const F* k = qkv + L.pos(b, t2) + L.k(g);
-          F dot = 0;
-          for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
-          dot *= scale;
-          p[t2] = dot;
-          if (dot > maxval) maxval = dot;
-        }
-        F expsum = 0;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const F e = std::exp(p[t2] - maxval);
-          p[t2] = e;
-          expsum += e;
-        }
-        const F expsum_inv = F(1) / expsum;
-        for (int t2 = 0; t2 < Tn; ++t2) p[t2] = t2 <= t ? p[t2] * expsum_inv : F(0);
+        F maxval, expsum;
+        probability_row(P.data() + static_cast<ptrdiff_t>(t) * Tn, maxval, expsum, qkv, L, b, h, g, t, scale);
       }
       for (int t = 0; t < Tn; ++t) {
         const F* p = P.data() + static_cast<ptrdiff_t>(t) * Tn;

@@ -1,6 +1,12 @@
 // tests/bench_test_util.h: what the tests of the kernels harness share.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <vector>
+
+#include "kernels/bench/ops.h"
 #include "kernels/ceilings.h"
 #include "kernels/harness.h"
 
@@ -27,6 +33,29 @@ inline kernels::harness::BenchOptions quick_bench_options() {
   o.timing.flush = false;
   o.threads = {1, 2};
   return o;
+}
+
+// Runs op `name`'s whole ladder through the harness at its quick sizes, on 1 and 2 threads,
+// and requires every rung to be validated against v1 and then timed. Returns the results for
+// further checks.
+inline std::vector<kernels::harness::Result> require_every_rung_valid_and_timed(const char* name) {
+  namespace h = kernels::harness;
+  const h::OpBench& op = kernels::bench::op(name);
+  REQUIRE(op.variants.size() >= 2);
+  h::BenchOptions opts = quick_bench_options();
+  opts.sizes = op.quick_sizes;
+  std::ostringstream log;
+  std::vector<h::Result> results = h::run_bench(op, opts, fake_ceilings(), log);
+  INFO(name << "\n" << log.str());
+  REQUIRE(results.size() == op.quick_sizes.size() * op.variants.size() * 2);
+  for (const h::Result& r : results) {
+    INFO(name << " " << r.variant << " at " << r.shape << ": " << r.note);
+    REQUIRE(r.valid);
+    REQUIRE(r.timed);
+    REQUIRE(r.gbs > 0.0);
+    REQUIRE(r.bytes > 0.0);
+  }
+  return results;
 }
 
 }  // namespace testing

@@ -455,23 +455,7 @@ TEST_CASE("fused ops: versions are found by number, vN and name", "[kernels][fus
 }
 
 TEST_CASE("the fused ops' benches validate and time every variant at their quick sizes", "[kernels][fused]") {
-  const kernels::Ceilings ceilings = testing::fake_ceilings();
-  for (const char* name : {"cos2", "bias_gelu", "softmax", "layernorm"}) {
-    const h::OpBench& op = kernels::bench::op(name);
-    h::BenchOptions opts = testing::quick_bench_options();
-    opts.sizes = op.quick_sizes;
-    std::ostringstream log;
-    const std::vector<h::Result> results = h::run_bench(op, opts, ceilings, log);
-    INFO(name << "\n" << log.str());
-    REQUIRE(results.size() == op.quick_sizes.size() * op.variants.size() * 2);
-    for (const h::Result& r : results) {
-      INFO(r.variant << " at " << r.shape << ": " << r.note);
-      REQUIRE(r.valid);
-      REQUIRE(r.timed);
-      REQUIRE(r.gbs > 0.0);
-      REQUIRE(r.bytes > 0.0);
-    }
-  }
+  for (const char* name : {"cos2", "bias_gelu", "softmax", "layernorm"}) testing::require_every_rung_valid_and_timed(name);
   // Unfused moves more: that is the point of the benches.
   const auto cos2 = kernels::bench::op("cos2").make("1003", 1);
   REQUIRE(cos2->bytes(0) == 2 * cos2->bytes(1));

@@ -70,23 +70,7 @@ void require_grad(const nn::GradCheckResult& res, const std::vector<double>& g) 
 // ---- every rung against v1, then timed ----------------------------------------------------------
 
 TEST_CASE("every GPT-op rung matches v1 at odd sizes, then is timed, through the harness", "[kernels][gptops]") {
-  const kernels::Ceilings ceilings = testing::fake_ceilings();
-  for (const char* name : kGptOps) {
-    const h::OpBench& op = kernels::bench::op(name);
-    REQUIRE(op.variants.size() >= 2);
-    h::BenchOptions opts = testing::quick_bench_options();
-    opts.sizes = op.quick_sizes;
-    std::ostringstream log;
-    const std::vector<h::Result> results = h::run_bench(op, opts, ceilings, log);
-    INFO(name << "\n" << log.str());
-    REQUIRE(results.size() == op.quick_sizes.size() * op.variants.size() * 2);
-    for (const h::Result& r : results) {
-      INFO(name << " " << r.variant << " at " << r.shape << ": " << r.note);
-      REQUIRE(r.valid);
-      REQUIRE(r.timed);
-      REQUIRE(r.bytes > 0.0);
-    }
-  }
+  for (const char* name : kGptOps) testing::require_every_rung_valid_and_timed(name);
 }
 
 TEST_CASE("the GPT-op validation can fail: a wrong rung is caught", "[kernels][gptops]") {
