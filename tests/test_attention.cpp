@@ -13,20 +13,9 @@
 #include "nn/check.h"
 #include "nn/gradcheck.h"
 #include "nn/rng.h"
+#include "tests/gradcheck_test_util.h"
 
 namespace {
-
-std::vector<double> random_vec(nn::Rng& rng, size_t n, double scale = 1.0) {
-  std::vector<double> v(n);
-  for (double& x : v) x = scale * rng.normal();
-  return v;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 size_t sz(int a, int b, int c) {
   return static_cast<size_t>(a) * static_cast<size_t>(b) * static_cast<size_t>(c);
@@ -108,13 +97,13 @@ TEST_CASE("attention backward matches finite differences (double)", "[attention]
   const Dims d = GENERATE(Dims{2, 5, 6, 2}, Dims{1, 7, 8, 4});
   CAPTURE(d.B, d.Tn, d.C, d.NH);
   nn::Rng rng(11);
-  auto qkv = random_vec(rng, sz(d.B, d.Tn, 3 * d.C));
-  auto r = random_vec(rng, sz(d.B, d.Tn, d.C));  // L = sum(out * R), so dL/dout = R
+  auto qkv = testing::normal_vec(rng, sz(d.B, d.Tn, 3 * d.C));
+  auto r = testing::normal_vec(rng, sz(d.B, d.Tn, d.C));  // L = sum(out * R), so dL/dout = R
   const size_t natt = sz(d.B, d.NH, d.Tn * d.Tn);
   std::vector<double> out(sz(d.B, d.Tn, d.C)), preatt(natt), att(natt);
   auto loss = [&] {
     nn::attention_forward(out.data(), preatt.data(), att.data(), qkv.data(), d.B, d.Tn, d.C, d.NH);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   loss();
   std::vector<double> dqkv(qkv.size()), dpreatt(natt), datt(natt);
@@ -133,7 +122,7 @@ TEST_CASE("attention backward matches finite differences (double)", "[attention]
 TEST_CASE("attention is causal: later positions never change earlier outputs", "[attention]") {
   const Dims d{2, 6, 8, 2};
   nn::Rng rng(12);
-  const auto qkv = random_vec(rng, sz(d.B, d.Tn, 3 * d.C));
+  const auto qkv = testing::normal_vec(rng, sz(d.B, d.Tn, 3 * d.C));
   const size_t natt = sz(d.B, d.NH, d.Tn * d.Tn);
   std::vector<double> out(sz(d.B, d.Tn, d.C)), preatt(natt), att(natt);
   nn::attention_forward(out.data(), preatt.data(), att.data(), qkv.data(), d.B, d.Tn, d.C, d.NH);
@@ -172,7 +161,7 @@ TEST_CASE("attention is causal: later positions never change earlier outputs", "
 TEST_CASE("attention rows are probabilities over the past only", "[attention]") {
   const Dims d{2, 7, 6, 3};
   nn::Rng rng(13);
-  const auto qkv = random_vec(rng, sz(d.B, d.Tn, 3 * d.C), 3.0);  // large: peaked softmax
+  const auto qkv = testing::normal_vec(rng, sz(d.B, d.Tn, 3 * d.C), 3.0);  // large: peaked softmax
   const size_t natt = sz(d.B, d.NH, d.Tn * d.Tn);
   // NaN-prefilled: every entry, masked ones included, must be written
   std::vector<double> out(sz(d.B, d.Tn, d.C), NAN), preatt(natt, NAN), att(natt, NAN);
@@ -203,7 +192,7 @@ TEST_CASE("attention forward matches a naive per-head Q K^T reference", "[attent
   const Dims d = GENERATE(Dims{2, 5, 6, 2}, Dims{1, 7, 8, 4}, Dims{3, 1, 4, 1});
   CAPTURE(d.B, d.Tn, d.C, d.NH);
   nn::Rng rng(14);
-  const auto qkv = random_vec(rng, sz(d.B, d.Tn, 3 * d.C));
+  const auto qkv = testing::normal_vec(rng, sz(d.B, d.Tn, 3 * d.C));
   std::vector<double> ref_att;
   const auto ref_out = naive_attention(qkv, d, ref_att);
 
@@ -231,8 +220,8 @@ TEST_CASE("attention forward matches a naive per-head Q K^T reference", "[attent
 TEST_CASE("attention float agrees with double", "[attention]") {
   const Dims d{2, 9, 12, 3};
   nn::Rng rng(15);
-  const auto qkv = random_vec(rng, sz(d.B, d.Tn, 3 * d.C));
-  const auto dout = random_vec(rng, sz(d.B, d.Tn, d.C));
+  const auto qkv = testing::normal_vec(rng, sz(d.B, d.Tn, 3 * d.C));
+  const auto dout = testing::normal_vec(rng, sz(d.B, d.Tn, d.C));
   const size_t natt = sz(d.B, d.NH, d.Tn * d.Tn);
 
   std::vector<double> out(dout.size()), preatt(natt), att(natt), dqkv(qkv.size()), dpre(natt),
@@ -264,8 +253,8 @@ TEST_CASE("attention backward assigns dqkv (NaN-prefilled is overwritten, no acc
           "[attention]") {
   const Dims d{2, 5, 6, 2};
   nn::Rng rng(16);
-  const auto qkv = random_vec(rng, sz(d.B, d.Tn, 3 * d.C));
-  const auto dout = random_vec(rng, sz(d.B, d.Tn, d.C));
+  const auto qkv = testing::normal_vec(rng, sz(d.B, d.Tn, 3 * d.C));
+  const auto dout = testing::normal_vec(rng, sz(d.B, d.Tn, d.C));
   const size_t natt = sz(d.B, d.NH, d.Tn * d.Tn);
   std::vector<double> out(dout.size()), preatt(natt), att(natt);
   nn::attention_forward(out.data(), preatt.data(), att.data(), qkv.data(), d.B, d.Tn, d.C, d.NH);

@@ -20,6 +20,7 @@
 #include "kernels/harness.h"
 #include "nn/gradcheck.h"
 #include "nn/rng.h"
+#include "tests/gradcheck_test_util.h"
 
 namespace {
 
@@ -30,18 +31,6 @@ struct Dims {
   size_t n_out() const { return static_cast<size_t>(B) * T * C; }
   size_t n_lse() const { return static_cast<size_t>(B) * NH * T; }
 };
-
-std::vector<double> random_vec(nn::Rng& rng, size_t n, double scale = 1.0) {
-  std::vector<double> v(n);
-  for (double& x : v) x = scale * rng.normal();
-  return v;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 // The multi-head qkv (B, T, 3C) that GQA means: KV head g copied to every query head of its
 // group (Hugging Face's repeat_kv).
@@ -70,8 +59,8 @@ TEST_CASE("flash attention v1 is kernels/attention.h's v1 when NKV == NH, bit fo
   const Dims d = GENERATE(Dims{2, 5, 6, 2, 2}, Dims{1, 9, 16, 4, 4});
   CAPTURE(d.B, d.T, d.C, d.NH);
   nn::Rng rng(31);
-  const auto qkv = random_vec(rng, d.n_qkv());
-  const auto dout = random_vec(rng, d.n_out());
+  const auto qkv = testing::normal_vec(rng, d.n_qkv());
+  const auto dout = testing::normal_vec(rng, d.n_out());
   const size_t natt = static_cast<size_t>(d.B) * d.NH * d.T * d.T;
   std::vector<double> out(d.n_out()), preatt(natt), att(natt), dqkv(d.n_qkv()), dpre(natt), datt(natt);
   kernels::attention_forward_v1(out.data(), preatt.data(), att.data(), qkv.data(), d.B, d.T, d.C, d.NH);
@@ -99,8 +88,8 @@ TEST_CASE("flash attention v1 with grouped KV heads is multi-head attention over
   const Dims d = GENERATE(Dims{2, 6, 8, 4, 2}, Dims{1, 7, 12, 3, 1}, Dims{1, 5, 16, 8, 4});
   CAPTURE(d.B, d.T, d.C, d.NH, d.NKV);
   nn::Rng rng(32);
-  const auto qkv = random_vec(rng, d.n_qkv());
-  const auto dout = random_vec(rng, d.n_out());
+  const auto qkv = testing::normal_vec(rng, d.n_qkv());
+  const auto dout = testing::normal_vec(rng, d.n_out());
   const auto full = repeat_kv(qkv, d);
   const size_t natt = static_cast<size_t>(d.B) * d.NH * d.T * d.T;
   std::vector<double> out(d.n_out()), preatt(natt), att(natt), dfull(full.size()), dpre(natt), datt(natt);
@@ -143,12 +132,12 @@ TEST_CASE("flash attention backward v1 and v2 match finite differences (double)"
   auto bwd =
       version == 1 ? &kernels::flash_attention_backward_v1<double> : &kernels::flash_attention_backward_v2<double>;
   nn::Rng rng(33);
-  auto qkv = random_vec(rng, d.n_qkv());
-  const auto r = random_vec(rng, d.n_out());  // L = sum(out * R): dL/dout = R
+  auto qkv = testing::normal_vec(rng, d.n_qkv());
+  const auto r = testing::normal_vec(rng, d.n_out());  // L = sum(out * R): dL/dout = R
   std::vector<double> out(d.n_out()), lse(d.n_lse());
   auto loss = [&] {
     fwd(out.data(), lse.data(), qkv.data(), d.B, d.T, d.C, d.NH, d.NKV);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   loss();
   std::vector<double> dqkv(qkv.size(), NAN);

@@ -35,6 +35,7 @@
 #include "nn/rng.h"
 #include "tests/bench_test_util.h"
 #include "tests/test_util.h"
+#include "tests/gradcheck_test_util.h"
 
 namespace h = kernels::harness;
 
@@ -45,25 +46,6 @@ const char* const kGptOps[] = {"encoder",     "encoder_backward",  "layernorm_ba
                                "attention_backward", "gelu",       "gelu_backward",      "residual",
                                "dropout",     "dropout_backward",  "crossentropy",       "crossentropy_backward",
                                "adamw",       "sum_squares",       "scale"};
-
-std::vector<double> random_vec(nn::Rng& rng, size_t n, double lo = -1.0, double hi = 1.0) {
-  std::vector<double> v(n);
-  for (double& x : v) x = lo + (hi - lo) * rng.uniform();
-  return v;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-void require_grad(const nn::GradCheckResult& res, const std::vector<double>& g) {
-  INFO(res.report);
-  CAPTURE(res.max_abs_err, res.max_rel_err);
-  REQUIRE(res.ok);
-  REQUIRE(dot(g, g) > 1e-4);  // not passing by accident: the gradient is far from zero
-}
 
 }  // namespace
 
@@ -87,74 +69,74 @@ TEST_CASE("the GPT-op validation can fail: a wrong rung is caught", "[kernels][g
 TEST_CASE("layernorm backward v1 matches finite differences (double)", "[kernels][gptops][gradcheck]") {
   const int N = 3, C = 7;
   nn::Rng rng(5);
-  auto x = random_vec(rng, N * C, -2.0, 2.0);
-  auto w = random_vec(rng, C, 0.5, 1.5);
-  auto b = random_vec(rng, C);
-  const auto r = random_vec(rng, N * C);  // L = sum(out * R)
+  auto x = testing::uniform_vec(rng, N * C, -2.0, 2.0);
+  auto w = testing::uniform_vec(rng, C, 0.5, 1.5);
+  auto b = testing::uniform_vec(rng, C);
+  const auto r = testing::uniform_vec(rng, N * C);  // L = sum(out * R)
   std::vector<double> out(N * C), mean(N), rstd(N);
   auto loss = [&] {
     kernels::layernorm_forward_v1(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   loss();
   // dinp accumulates: start it at 0; dweight, dbias too
   std::vector<double> dx(N * C, 0.0), dw(C, 0.0), db(C, 0.0);
   kernels::layernorm_backward_v1(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), mean.data(),
                                  rstd.data(), N, C);
-  require_grad(nn::check_gradient(loss, x, dx), dx);
-  require_grad(nn::check_gradient(loss, w, dw), dw);
-  require_grad(nn::check_gradient(loss, b, db), db);
+  testing::require_grad(nn::check_gradient(loss, x, dx), dx);
+  testing::require_grad(nn::check_gradient(loss, w, dw), dw);
+  testing::require_grad(nn::check_gradient(loss, b, db), db);
 }
 
 TEST_CASE("encoder backward v1 matches finite differences (double), repeated ids included", "[kernels][gptops][gradcheck]") {
   const int B = 2, T = 3, C = 5, V = 4;
   const std::vector<int32_t> ids = {1, 3, 1, 0, 1, 2};  // id 1 three times
   nn::Rng rng(6);
-  auto wte = random_vec(rng, V * C);
-  auto wpe = random_vec(rng, T * C);
-  const auto r = random_vec(rng, B * T * C);
+  auto wte = testing::uniform_vec(rng, V * C);
+  auto wpe = testing::uniform_vec(rng, T * C);
+  const auto r = testing::uniform_vec(rng, B * T * C);
   std::vector<double> out(B * T * C);
   auto loss = [&] {
     kernels::encoder_forward_v1(out.data(), ids.data(), wte.data(), wpe.data(), B, T, C);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   std::vector<double> dwte(V * C, 0.0), dwpe(T * C, 0.0);
   kernels::encoder_backward_v1(dwte.data(), dwpe.data(), r.data(), ids.data(), B, T, C);
-  require_grad(nn::check_gradient(loss, wte, dwte), dwte);
-  require_grad(nn::check_gradient(loss, wpe, dwpe), dwpe);
+  testing::require_grad(nn::check_gradient(loss, wte, dwte), dwte);
+  testing::require_grad(nn::check_gradient(loss, wpe, dwpe), dwpe);
 }
 
 TEST_CASE("GELU backward v1 matches finite differences (double)", "[kernels][gptops][gradcheck]") {
   nn::Rng rng(7);
-  auto x = random_vec(rng, 41, -5.0, 5.0);
-  const auto r = random_vec(rng, 41);
+  auto x = testing::uniform_vec(rng, 41, -5.0, 5.0);
+  const auto r = testing::uniform_vec(rng, 41);
   std::vector<double> out(41);
   auto loss = [&] {
     kernels::gelu_forward_v1(out.data(), x.data(), 41);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   std::vector<double> dx(41);
   kernels::gelu_backward_v1(dx.data(), r.data(), x.data(), 41);
-  require_grad(nn::check_gradient(loss, x, dx), dx);
+  testing::require_grad(nn::check_gradient(loss, x, dx), dx);
 }
 
 TEST_CASE("dropout backward v1 and the residual add match finite differences (double)", "[kernels][gptops][gradcheck]") {
   const int64_t n = 37;
   nn::Rng rng(8);
-  auto x = random_vec(rng, n);
-  auto y = random_vec(rng, n);
-  const auto r = random_vec(rng, n);
+  auto x = testing::uniform_vec(rng, n);
+  auto y = testing::uniform_vec(rng, n);
+  const auto r = testing::uniform_vec(rng, n);
   std::vector<double> out(n), mask(n), sum(n);
   auto loss = [&] {
     kernels::dropout_forward_v1(out.data(), mask.data(), x.data(), n, 0.3f, 11);
     kernels::residual_forward_v1(sum.data(), out.data(), y.data(), n);
-    return dot(sum, r);
+    return testing::dot(sum, r);
   };
   loss();
   std::vector<double> dx(n);
   kernels::dropout_backward_v1(dx.data(), r.data(), mask.data(), n);  // the residual passes r on to both
-  require_grad(nn::check_gradient(loss, x, dx), dx);
-  require_grad(nn::check_gradient(loss, y, r), r);
+  testing::require_grad(nn::check_gradient(loss, x, dx), dx);
+  testing::require_grad(nn::check_gradient(loss, y, r), r);
 }
 
 // ---- docs and lookups ---------------------------------------------------------------------------

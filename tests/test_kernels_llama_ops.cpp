@@ -31,6 +31,7 @@
 
 #if defined(_OPENMP)
 #include <omp.h>
+#include "tests/gradcheck_test_util.h"
 #endif
 
 namespace h = kernels::harness;
@@ -39,29 +40,10 @@ namespace {
 
 const char* const kLlamaOps[] = {"rmsnorm", "rmsnorm_backward", "rope", "rope_backward", "swiglu", "swiglu_backward"};
 
-std::vector<double> random_vec(nn::Rng& rng, size_t n, double lo = -1.0, double hi = 1.0) {
-  std::vector<double> v(n);
-  for (double& x : v) x = lo + (hi - lo) * rng.uniform();
-  return v;
-}
-
 std::vector<float> random_floats(nn::Rng& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
   std::vector<float> v(n);
   for (float& x : v) x = lo + (hi - lo) * static_cast<float>(rng.uniform());
   return v;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-void require_grad(const nn::GradCheckResult& res, const std::vector<double>& g) {
-  INFO(res.report);
-  CAPTURE(res.max_abs_err, res.max_rel_err);
-  REQUIRE(res.ok);
-  REQUIRE(dot(g, g) > 1e-4);  // not passing by accident: the gradient is far from zero
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -114,20 +96,20 @@ TEST_CASE("RMSNorm backward v1 matches finite differences (double)", "[kernels][
   const int N = 3, C = 7;
   const double eps = 1e-5;
   nn::Rng rng(15);
-  auto x = random_vec(rng, N * C, -2.0, 2.0);
-  auto w = random_vec(rng, C, 0.5, 1.5);
-  const auto r = random_vec(rng, N * C);  // L = sum(out * R)
+  auto x = testing::uniform_vec(rng, N * C, -2.0, 2.0);
+  auto w = testing::uniform_vec(rng, C, 0.5, 1.5);
+  const auto r = testing::uniform_vec(rng, N * C);  // L = sum(out * R)
   std::vector<double> out(N * C), rstd(N);
   auto loss = [&] {
     kernels::rmsnorm_forward_v1(out.data(), rstd.data(), x.data(), w.data(), N, C, eps);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   loss();
   // dinp and dweight accumulate: start them at 0
   std::vector<double> dx(N * C, 0.0), dw(C, 0.0);
   kernels::rmsnorm_backward_v1(dx.data(), dw.data(), r.data(), x.data(), w.data(), rstd.data(), N, C);
-  require_grad(nn::check_gradient(loss, x, dx), dx);
-  require_grad(nn::check_gradient(loss, w, dw), dw);
+  testing::require_grad(nn::check_gradient(loss, x, dx), dx);
+  testing::require_grad(nn::check_gradient(loss, w, dw), dw);
 }
 
 TEST_CASE("RoPE backward v1 matches finite differences (double), with an offset and a stride", "[kernels][llamaops][gradcheck]") {
@@ -136,32 +118,32 @@ TEST_CASE("RoPE backward v1 matches finite differences (double), with an offset 
   std::vector<double> cos((T + pos0) * hs / 2), sin(cos.size());
   kernels::rope_tables(cos.data(), sin.data(), T + pos0, hs, 10000.0);
   nn::Rng rng(16);
-  auto x = random_vec(rng, static_cast<size_t>(B) * T * stride);
-  const auto r = random_vec(rng, x.size());
+  auto x = testing::uniform_vec(rng, static_cast<size_t>(B) * T * stride);
+  const auto r = testing::uniform_vec(rng, x.size());
   std::vector<double> out(x.size(), 0.0);  // the k and v thirds stay 0: they carry no gradient
   auto loss = [&] {
     kernels::rope_forward_v1(out.data(), x.data(), cos.data(), sin.data(), B, T, NH, hs, stride, pos0);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   // dL/dq = R^T r where q sits; elsewhere the output is not a function of x: gradient 0
   std::vector<double> dx(x.size(), 0.0);
   kernels::rope_backward_v1(dx.data(), r.data(), cos.data(), sin.data(), B, T, NH, hs, stride, pos0);
-  require_grad(nn::check_gradient(loss, x, dx), dx);
+  testing::require_grad(nn::check_gradient(loss, x, dx), dx);
 }
 
 TEST_CASE("SwiGLU backward v1 matches finite differences (double), fused layout", "[kernels][llamaops][gradcheck]") {
   const int N = 3, H = 5, ld = 2 * H;
   nn::Rng rng(17);
-  auto proj = random_vec(rng, N * ld, -6.0, 6.0);  // [g | u] per row
-  const auto r = random_vec(rng, N * H);
+  auto proj = testing::uniform_vec(rng, N * ld, -6.0, 6.0);  // [g | u] per row
+  const auto r = testing::uniform_vec(rng, N * H);
   std::vector<double> out(N * H);
   auto loss = [&] {
     kernels::swiglu_forward_v1(out.data(), proj.data(), proj.data() + H, N, H, ld);
-    return dot(out, r);
+    return testing::dot(out, r);
   };
   std::vector<double> dproj(N * ld);
   kernels::swiglu_backward_v1(dproj.data(), dproj.data() + H, r.data(), proj.data(), proj.data() + H, N, H, ld);
-  require_grad(nn::check_gradient(loss, proj, dproj), dproj);
+  testing::require_grad(nn::check_gradient(loss, proj, dproj), dproj);
 }
 
 // ---- what each op computes ----------------------------------------------------------------------
@@ -188,7 +170,7 @@ TEST_CASE("RoPE is HF Llama's rotate_half: q cos + rotate_half(q) sin", "[kernel
     std::vector<double> cos(T * half), sin(T * half);
     kernels::rope_tables(cos.data(), sin.data(), T, hs, theta);
     nn::Rng rng(18);
-    const auto q = random_vec(rng, static_cast<size_t>(T) * hs);
+    const auto q = testing::uniform_vec(rng, static_cast<size_t>(T) * hs);
     std::vector<double> out(q.size());
     kernels::rope_forward_v1(out.data(), q.data(), cos.data(), sin.data(), 1, T, 1, hs, hs, 0);
     for (int p = 0; p < T; ++p) {
@@ -209,21 +191,21 @@ TEST_CASE("RoPE: q.k depends on relative position only, the offset is the positi
   std::vector<double> cos(maxT * hs / 2), sin(cos.size());
   kernels::rope_tables(cos.data(), sin.data(), maxT, hs, 10000.0);
   nn::Rng rng(19);
-  const auto q = random_vec(rng, hs), k = random_vec(rng, hs);
+  const auto q = testing::uniform_vec(rng, hs), k = testing::uniform_vec(rng, hs);
   auto rotated = [&](const std::vector<double>& x, int p) {
     std::vector<double> y(hs);
     kernels::rope_forward_v1(y.data(), x.data(), cos.data(), sin.data(), 1, 1, 1, hs, hs, p);  // one token at p
     return y;
   };
   // (R_p q) . (R_p' k) = q . R_{p'-p} k
-  const double d1 = dot(rotated(q, 7), rotated(k, 3));
-  const double d2 = dot(rotated(q, 30), rotated(k, 26));
+  const double d1 = testing::dot(rotated(q, 7), rotated(k, 3));
+  const double d2 = testing::dot(rotated(q, 30), rotated(k, 26));
   REQUIRE(d1 == Approx(d2).epsilon(1e-12));
   // the norm is kept (a rotation)
-  REQUIRE(dot(rotated(q, 11), rotated(q, 11)) == Approx(dot(q, q)).epsilon(1e-12));
+  REQUIRE(testing::dot(rotated(q, 11), rotated(q, 11)) == Approx(testing::dot(q, q)).epsilon(1e-12));
   // T tokens from pos0 are the tokens pos0 .. pos0 + T - 1 (the KV-cache decoder's view)
   const int T = 4, pos0 = 9;
-  const auto seq = random_vec(rng, static_cast<size_t>(T) * hs);
+  const auto seq = testing::uniform_vec(rng, static_cast<size_t>(T) * hs);
   std::vector<double> all(seq.size());
   kernels::rope_forward_v1(all.data(), seq.data(), cos.data(), sin.data(), 1, T, 1, hs, hs, pos0);
   for (int t = 0; t < T; ++t) {

@@ -10,23 +10,12 @@
 #include "nn/gradcheck.h"
 #include "nn/ops.h"
 #include "nn/rng.h"
+#include "tests/gradcheck_test_util.h"
 
 namespace {
 
-std::vector<double> random_vec(nn::Rng& rng, size_t n, double scale = 1.0) {
-  std::vector<double> v(n);
-  for (double& x : v) x = scale * rng.normal();
-  return v;
-}
-
-// A fixed random projection turns any tensor output into a scalar loss L = sum_i r_i y_i,
-// so dL/dy = r: every output element gets a different, non-trivial upstream gradient.
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
+// The losses below are a fixed random projection, L = testing::dot(y, r) = sum_i r_i y_i, so
+// dL/dy = r: every output element gets a different, non-trivial upstream gradient.
 void require_ok(const nn::GradCheckResult& r) {
   INFO(r.report);
   CAPTURE(r.max_abs_err, r.max_rel_err);
@@ -38,14 +27,14 @@ void require_ok(const nn::GradCheckResult& r) {
 TEST_CASE("linear backward matches finite differences (double)", "[ops][gradcheck]") {
   nn::Rng rng(1);
   const int B = 3, C = 5, OC = 4;  // not multiples of any vector width
-  auto x = random_vec(rng, B * C);
-  auto w = random_vec(rng, OC * C);
-  auto b = random_vec(rng, OC);
-  auto r = random_vec(rng, B * OC);
+  auto x = testing::normal_vec(rng, B * C);
+  auto w = testing::normal_vec(rng, OC * C);
+  auto b = testing::normal_vec(rng, OC);
+  auto r = testing::normal_vec(rng, B * OC);
   std::vector<double> y(B * OC);
   auto loss = [&] {
     nn::linear_forward(y.data(), x.data(), w.data(), b.data(), B, C, OC);
-    return dot(y, r);
+    return testing::dot(y, r);
   };
   loss();
   std::vector<double> dx(B * C, 99.0), dw(OC * C, 0.0), db(OC, 0.0);
@@ -58,9 +47,9 @@ TEST_CASE("linear backward matches finite differences (double)", "[ops][gradchec
 TEST_CASE("linear backward accumulates parameter gradients and assigns input gradients", "[ops]") {
   nn::Rng rng(2);
   const int B = 2, C = 3, OC = 2;
-  auto x = random_vec(rng, B * C);
-  auto w = random_vec(rng, OC * C);
-  auto dy = random_vec(rng, B * OC);
+  auto x = testing::normal_vec(rng, B * C);
+  auto w = testing::normal_vec(rng, OC * C);
+  auto dy = testing::normal_vec(rng, B * OC);
   std::vector<double> dx1(B * C, 0.0), dw1(OC * C, 0.0), db1(OC, 0.0);
   nn::linear_backward(dx1.data(), dw1.data(), db1.data(), dy.data(), x.data(), w.data(), B, C, OC);
   // Second call on the same buffers: dW and db double, dx stays the same (assigned).
@@ -74,8 +63,8 @@ TEST_CASE("linear backward accumulates parameter gradients and assigns input gra
 TEST_CASE("float linear (kernels::sgemm) agrees with the double reference", "[ops]") {
   nn::Rng rng(3);
   const int B = 37, C = 129, OC = 67;  // odd sizes on purpose
-  auto xd = random_vec(rng, B * C), wd = random_vec(rng, OC * C), bd = random_vec(rng, OC);
-  auto dyd = random_vec(rng, B * OC);
+  auto xd = testing::normal_vec(rng, B * C), wd = testing::normal_vec(rng, OC * C), bd = testing::normal_vec(rng, OC);
+  auto dyd = testing::normal_vec(rng, B * OC);
   std::vector<float> xf(xd.begin(), xd.end()), wf(wd.begin(), wd.end()), bf(bd.begin(), bd.end()),
       dyf(dyd.begin(), dyd.end());
   std::vector<double> yd(B * OC), dxd(B * C), dwd(OC * C, 0.0), dbd(OC, 0.0);
@@ -103,26 +92,26 @@ TEST_CASE("float linear (kernels::sgemm) agrees with the double reference", "[op
 TEST_CASE("activation backwards match finite differences (double)", "[ops][gradcheck]") {
   nn::Rng rng(4);
   const int N = 23;
-  auto x = random_vec(rng, N, 2.0);
+  auto x = testing::normal_vec(rng, N, 2.0);
   // Keep ReLU inputs away from the kink at 0, where the derivative does not exist.
   for (double& v : x) v = std::fabs(v) < 1e-3 ? 0.5 : v;
-  auto r = random_vec(rng, N);
+  auto r = testing::normal_vec(rng, N);
   std::vector<double> y(N), dx(N);
 
   SECTION("relu") {
-    auto loss = [&] { nn::relu_forward(y.data(), x.data(), N); return dot(y, r); };
+    auto loss = [&] { nn::relu_forward(y.data(), x.data(), N); return testing::dot(y, r); };
     loss();
     nn::relu_backward(dx.data(), r.data(), x.data(), N);
     require_ok(nn::check_gradient(loss, x, dx));
   }
   SECTION("tanh") {
-    auto loss = [&] { nn::tanh_forward(y.data(), x.data(), N); return dot(y, r); };
+    auto loss = [&] { nn::tanh_forward(y.data(), x.data(), N); return testing::dot(y, r); };
     loss();
     nn::tanh_backward(dx.data(), r.data(), y.data(), N);
     require_ok(nn::check_gradient(loss, x, dx));
   }
   SECTION("sigmoid") {
-    auto loss = [&] { nn::sigmoid_forward(y.data(), x.data(), N); return dot(y, r); };
+    auto loss = [&] { nn::sigmoid_forward(y.data(), x.data(), N); return testing::dot(y, r); };
     loss();
     nn::sigmoid_backward(dx.data(), r.data(), y.data(), N);
     require_ok(nn::check_gradient(loss, x, dx));
@@ -147,7 +136,7 @@ TEST_CASE("sigmoid and softmax stay finite for huge inputs", "[ops]") {
 TEST_CASE("softmax rows sum to one", "[ops]") {
   nn::Rng rng(5);
   const int B = 4, V = 11;
-  auto x = random_vec(rng, B * V, 5.0);
+  auto x = testing::normal_vec(rng, B * V, 5.0);
   std::vector<double> p(B * V);
   nn::softmax_forward(p.data(), x.data(), B, V);
   for (int b = 0; b < B; ++b) {
@@ -163,7 +152,7 @@ TEST_CASE("softmax rows sum to one", "[ops]") {
 TEST_CASE("softmax + cross-entropy backward matches finite differences (double)", "[ops][gradcheck]") {
   nn::Rng rng(6);
   const int B = 5, V = 7;
-  auto x = random_vec(rng, B * V, 3.0);
+  auto x = testing::normal_vec(rng, B * V, 3.0);
   const std::vector<int32_t> t = {0, 6, 3, 3, 1};
   std::vector<double> p(B * V), l(B), dx(B * V, 42.0);
   auto loss = [&] { return nn::softmax_cross_entropy_forward(p.data(), l.data(), x.data(), t.data(), B, V); };
@@ -196,8 +185,8 @@ TEST_CASE("cross-entropy rejects a label outside the classes", "[ops]") {
 TEST_CASE("mean-squared error backward matches finite differences (double)", "[ops][gradcheck]") {
   nn::Rng rng(7);
   const int N = 13;
-  auto pred = random_vec(rng, N);
-  auto target = random_vec(rng, N);
+  auto pred = testing::normal_vec(rng, N);
+  auto target = testing::normal_vec(rng, N);
   std::vector<double> dp(N);
   auto loss = [&] { return nn::mse_forward(pred.data(), target.data(), N); };
   nn::mse_backward(dp.data(), pred.data(), target.data(), N);
