@@ -66,7 +66,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda.h"
-#include "kernels/cuda/common.cuh"  // warp_sum
+#include "kernels/cuda/common.cuh"  // warp_sum, stage_kv_tile, online_softmax_tile
 #include "kernels/cuda/ops.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
@@ -344,44 +344,12 @@ __global__ void __launch_bounds__(kBr) flash_attention_kernel(float* out, const 
   const int kv_end = min(q0 + kBr, T);
   for (int k0 = 0; k0 < kv_end; k0 += kBc) {
     // The block loads keys k0..k0+kBc-1 of k and v: consecutive threads, consecutive channels.
-    for (int i = static_cast<int>(threadIdx.x); i < kBc * HS; i += kBr) {
-      const int j = i / HS;  // key within the tile
-      const int d = i % HS;  // channel
-      const bool in = k0 + j < T && d < hs;
-      const size_t at = static_cast<size_t>(k0 + j) * 3 * C + d;
-      Ks[j][d] = in ? head[at + C] : 0.0f;      // (k0+j, d)
-      Vs[j][d] = in ? head[at + 2 * C] : 0.0f;  // (k0+j, d)
-    }
+    stage_kv_tile<kBc, HS>(Ks, Vs, head + C, head + 2 * C, static_cast<size_t>(3) * C, k0, T, hs, kBr);
     __syncthreads();
 
     if (active && k0 <= t) {  // else every key of the tile is after t: nothing to add
       const int valid = min(kBc, t - k0 + 1);  // keys k0 .. k0+valid-1 are <= t (and < T)
-      // s_j = q_t . k_j (already scaled), for the whole tile; the masked ones are not used.
-      float s[kBc];
-      float tile_max = -FLT_MAX;
-#pragma unroll
-      for (int j = 0; j < kBc; ++j) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int d = 0; d < HS; ++d) dot += q[d] * Ks[j][d];
-        s[j] = dot;
-        if (j < valid) tile_max = fmaxf(tile_max, dot);
-      }
-      // Rescale what was summed under the old max (exp(-FLT_MAX - m_new) = 0 the first time).
-      const float m_new = fmaxf(m, tile_max);
-      const float correction = expf(m - m_new);
-      l *= correction;
-#pragma unroll
-      for (int d = 0; d < HS; ++d) o[d] *= correction;
-      // Add this tile: p_j = exp(s_j - m_new); l += p_j; o += p_j v_j.
-#pragma unroll
-      for (int j = 0; j < kBc; ++j) {
-        const float p = j < valid ? expf(s[j] - m_new) : 0.0f;
-        l += p;
-#pragma unroll
-        for (int d = 0; d < HS; ++d) o[d] += p * Vs[j][d];
-      }
-      m = m_new;
+      online_softmax_tile<kBc, HS>(q, Ks, Vs, valid, m, l, o);  // common.cuh
     }
     __syncthreads();  // before the next tile overwrites Ks, Vs
   }

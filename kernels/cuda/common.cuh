@@ -5,6 +5,8 @@
 //   warp_sum                                                       a butterfly sum over 32 lanes
 //   online_add, online_merge, warp_merge, block_merge              the online softmax's
 //                                                                  (max, sum) pair
+//   stage_kv_tile, online_softmax_tile                             a flash attention's key
+//                                                                  tile: staged, then added
 #pragma once
 
 #include <algorithm>
@@ -104,6 +106,60 @@ __device__ __forceinline__ void block_merge(float& m, float& s) {
   m = lane < warps ? warp_m[lane] : -FLT_MAX;
   s = lane < warps ? warp_s[lane] : 0.0f;
   warp_merge(m, s);
+}
+
+// ---- flash attention's key tiles ------------------------------------------------------------
+// attention.cu's fused forward (v3) and flash_attention.cu's forward and backward walk the keys
+// in tiles of KBC staged in shared memory, each thread of the block owning one query.
+
+// Stages keys k0 .. k0+KBC-1 of one head's k and v into the shared tiles Ks, Vs (KBC, HS): the
+// block's nthreads threads load consecutive channels; rows past T and channels past hs are 0.
+// kbase, vbase: the head's k_0 and v_0; ld: floats from one position to the next.
+template <int KBC, int HS>
+__device__ __forceinline__ void stage_kv_tile(float (*Ks)[HS], float (*Vs)[HS], const float* kbase,
+                                              const float* vbase, size_t ld, int k0, int T, int hs,
+                                              int nthreads) {
+  for (int i = static_cast<int>(threadIdx.x); i < KBC * HS; i += nthreads) {
+    const int j = i / HS;  // key within the tile
+    const int d = i % HS;  // channel
+    const bool in = k0 + j < T && d < hs;
+    const size_t at = static_cast<size_t>(k0 + j) * ld + d;
+    Ks[j][d] = in ? kbase[at] : 0.0f;
+    Vs[j][d] = in ? vbase[at] : 0.0f;
+  }
+}
+
+// Adds one staged key tile to one query's online softmax: s_j = q . k_j (q already scaled) for
+// the tile's first `valid` keys (the causal mask: the others are not used); the running max m,
+// sum l = sum exp(s - m) and unnormalised output o = sum exp(s - m) v are re-based to the new
+// max (exp(-FLT_MAX - m_new) = 0 the first time), then the tile's terms are added.
+template <int KBC, int HS>
+__device__ __forceinline__ void online_softmax_tile(const float (&q)[HS], const float (*Ks)[HS],
+                                                    const float (*Vs)[HS], int valid, float& m, float& l,
+                                                    float (&o)[HS]) {
+  float s[KBC];
+  float tile_max = -FLT_MAX;
+#pragma unroll
+  for (int j = 0; j < KBC; ++j) {
+    float dot = 0.0f;
+#pragma unroll
+    for (int d = 0; d < HS; ++d) dot += q[d] * Ks[j][d];
+    s[j] = dot;
+    if (j < valid) tile_max = fmaxf(tile_max, dot);
+  }
+  const float m_new = fmaxf(m, tile_max);
+  const float correction = expf(m - m_new);
+  l *= correction;
+#pragma unroll
+  for (int d = 0; d < HS; ++d) o[d] *= correction;
+#pragma unroll
+  for (int j = 0; j < KBC; ++j) {
+    const float p = j < valid ? expf(s[j] - m_new) : 0.0f;
+    l += p;
+#pragma unroll
+    for (int d = 0; d < HS; ++d) o[d] += p * Vs[j][d];
+  }
+  m = m_new;
 }
 
 }  // namespace kernels::cuda::NNLAB_CUDA_NS

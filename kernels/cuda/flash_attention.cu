@@ -35,6 +35,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/common.cuh"  // stage_kv_tile, online_softmax_tile
 #include "kernels/cuda/ops.h"
 
 namespace kernels::cuda::NNLAB_CUDA_NS {
@@ -90,40 +91,11 @@ __global__ void __launch_bounds__(kBr) flash_forward_kernel(float* out, float* l
 
   const int kv_end = min(q0 + kBr, T);
   for (int k0 = 0; k0 < kv_end; k0 += kBc) {
-    for (int i = static_cast<int>(threadIdx.x); i < kBc * HS; i += kBr) {
-      const int j = i / HS;
-      const int d = i % HS;
-      const bool in = k0 + j < T && d < hs;
-      const size_t at = static_cast<size_t>(k0 + j) * C3 + d;
-      Ks[j][d] = in ? kbase[at] : 0.0f;
-      Vs[j][d] = in ? vbase[at] : 0.0f;
-    }
+    stage_kv_tile<kBc, HS>(Ks, Vs, kbase, vbase, static_cast<size_t>(C3), k0, T, hs, kBr);
     __syncthreads();
     if (active && k0 <= t) {
       const int valid = min(kBc, t - k0 + 1);
-      float s[kBc];
-      float tile_max = -FLT_MAX;
-#pragma unroll
-      for (int j = 0; j < kBc; ++j) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int d = 0; d < HS; ++d) dot += q[d] * Ks[j][d];
-        s[j] = dot;
-        if (j < valid) tile_max = fmaxf(tile_max, dot);
-      }
-      const float m_new = fmaxf(m, tile_max);
-      const float correction = expf(m - m_new);  // rescales what was summed under the old max
-      l *= correction;
-#pragma unroll
-      for (int d = 0; d < HS; ++d) o[d] *= correction;
-#pragma unroll
-      for (int j = 0; j < kBc; ++j) {
-        const float p = j < valid ? expf(s[j] - m_new) : 0.0f;
-        l += p;
-#pragma unroll
-        for (int d = 0; d < HS; ++d) o[d] += p * Vs[j][d];
-      }
-      m = m_new;
+      online_softmax_tile<kBc, HS>(q, Ks, Vs, valid, m, l, o);  // common.cuh
     }
     __syncthreads();  // before the next tile overwrites Ks, Vs
   }
@@ -195,14 +167,7 @@ __global__ void __launch_bounds__(kBr) flash_backward_dq_kernel(float* dqkv, con
 
   const int kv_end = min(q0 + kBr, T);
   for (int k0 = 0; k0 < kv_end; k0 += kBc) {
-    for (int i = static_cast<int>(threadIdx.x); i < kBc * HS; i += kBr) {
-      const int j = i / HS;
-      const int d = i % HS;
-      const bool in = k0 + j < T && d < hs;
-      const size_t at = static_cast<size_t>(k0 + j) * C3 + d;
-      Ks[j][d] = in ? kbase[at] : 0.0f;
-      Vs[j][d] = in ? vbase[at] : 0.0f;
-    }
+    stage_kv_tile<kBc, HS>(Ks, Vs, kbase, vbase, static_cast<size_t>(C3), k0, T, hs, kBr);
     __syncthreads();
     if (active && k0 <= t) {
       const int valid = min(kBc, t - k0 + 1);
