@@ -218,6 +218,66 @@ void validate(const GPTConfig& c) {
   NN_CHECK(c.n_embd % c.n_head == 0, "GPT config: n_embd=" << c.n_embd << " is not divisible by n_head="
                                                            << c.n_head << " (each head gets n_embd / n_head channels)");
   NN_CHECK(c.dropout >= 0.0f && c.dropout < 1.0f, "GPT config: dropout=" << c.dropout << " must be in [0, 1)");
+  const int NKV = kv_heads(c);
+  NN_CHECK(NKV >= 1 && c.n_head % NKV == 0, "GPT config: n_kv_head=" << c.n_kv_head << " must divide n_head="
+                                                                     << c.n_head
+                                                                     << " (each key/value head serves n_head / "
+                                                                        "n_kv_head query heads)");
+  NN_CHECK(c.ffn_hidden >= 0, "GPT config: ffn_hidden=" << c.ffn_hidden << " must be >= 0 (0: the default)");
+  const AttentionKind att = attention_of(c);
+  NN_CHECK(att == AttentionKind::flash || NKV == c.n_head,
+           "GPT config: full attention is multi-head only (n_kv_head=" << NKV << " != n_head=" << c.n_head
+                                                                       << "); use attention=flash");
+  if (c.arch == Arch::gpt2) {
+    NN_CHECK(NKV == c.n_head, "GPT config: arch=gpt2 has multi-head attention (n_kv_head=" << NKV
+                                                                                          << " != n_head=" << c.n_head
+                                                                                          << "); use arch=llama");
+    NN_CHECK(c.tie_embeddings, "GPT config: arch=gpt2 ties its head to wte (tie_embeddings=false is llama's)");
+    NN_CHECK(c.ffn_hidden == 0 || c.ffn_hidden == 4 * c.n_embd,
+             "GPT config: arch=gpt2's MLP is 4 n_embd wide (ffn_hidden=" << c.ffn_hidden << ")");
+  } else {
+    NN_CHECK(!c.bias, "GPT config: arch=llama has no biases (bias=true is gpt2's)");
+    NN_CHECK((c.n_embd / c.n_head) % 2 == 0, "GPT config: RoPE pairs the channels of a head: head size "
+                                                 << c.n_embd / c.n_head << " must be even");
+    NN_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 1.0f,
+             "GPT config: rope_theta=" << c.rope_theta << " must be a finite number > 1");
+    NN_CHECK(std::isfinite(c.norm_eps) && c.norm_eps > 0.0f && c.norm_eps < 1.0f,
+             "GPT config: norm_eps=" << c.norm_eps << " must be in (0, 1)");
+  }
+}
+
+int kv_heads(const GPTConfig& c) { return c.n_kv_head > 0 ? c.n_kv_head : c.n_head; }
+int default_ffn_hidden(int n_embd) { return (8 * n_embd / 3 + 31) / 32 * 32; }
+int mlp_hidden(const GPTConfig& c) {
+  if (c.arch == Arch::gpt2) return 4 * c.n_embd;
+  return c.ffn_hidden > 0 ? c.ffn_hidden : default_ffn_hidden(c.n_embd);
+}
+int qkv_channels(const GPTConfig& c) { return c.n_embd + 2 * kv_heads(c) * (c.n_embd / c.n_head); }
+AttentionKind attention_of(const GPTConfig& c) {
+  if (c.attention != AttentionKind::automatic) return c.attention;
+  return c.arch == Arch::llama ? AttentionKind::flash : AttentionKind::full;
+}
+const char* arch_name(Arch a) { return a == Arch::llama ? "llama" : "gpt2"; }
+Arch parse_arch(const std::string& s) {
+  if (s == "gpt2") return Arch::gpt2;
+  if (s == "llama") return Arch::llama;
+  NN_CHECK(false, "unknown arch '" << s << "' (choose gpt2 or llama)");
+  return Arch::gpt2;
+}
+const char* attention_name(AttentionKind a) {
+  switch (a) {
+    case AttentionKind::automatic: return "auto";
+    case AttentionKind::full: return "full";
+    case AttentionKind::flash: return "flash";
+  }
+  return "auto";
+}
+AttentionKind parse_attention(const std::string& s) {
+  if (s == "auto") return AttentionKind::automatic;
+  if (s == "full") return AttentionKind::full;
+  if (s == "flash") return AttentionKind::flash;
+  NN_CHECK(false, "unknown attention '" << s << "' (choose auto, full or flash)");
+  return AttentionKind::automatic;
 }
 
 std::vector<ParamSlice> param_slices(const GPTConfig& c) {

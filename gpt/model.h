@@ -37,19 +37,56 @@
 
 namespace gpt {
 
+// The two block designs (lesson 11 teaches the second as a diff from the first):
+//   gpt2   learned position table wpe, LayerNorm, GELU MLP 4C wide, multi-head attention,
+//          optional biases, head tied to wte
+//   llama  no wpe (RoPE rotates q and k), RMSNorm, SwiGLU MLP (gate and up projections
+//          stacked in one (2H, C) matrix, then down (C, H)), grouped-query attention
+//          (n_kv_head key/value heads shared by n_head query heads), no biases, the head
+//          tied to wte or its own lm_head (V, C)
+enum class Arch : uint8_t { gpt2, llama };
+// How the block's attention runs: `full` keeps the (T, T) maps (kernels/attention.h; the
+// maps lessons 07 and 08 draw, multi-head only); `flash` keeps one log-sum-exp per query
+// row (kernels/flash_attention.h; grouped-query heads). automatic: flash for llama, full
+// for gpt2 (see attention_of).
+enum class AttentionKind : uint8_t { automatic, full, flash };
+
 struct GPTConfig {
   int vocab_size = 65;   // V
-  int block_size = 64;   // maxT: the longest context (rows of wpe)
+  int block_size = 64;   // maxT: the longest context (rows of wpe, or of RoPE's tables)
   int n_layer = 4;       // L
   int n_head = 4;        // NH
   int n_embd = 128;      // C; head size hs = C / NH
   float dropout = 0.0f;  // p, used in train mode only
   bool bias = true;      // biases in the Linear and LayerNorm layers (GPT-2: yes; nanoGPT's
                          // Shakespeare config: no). Without, the 7 bias tensors are absent
-                         // (null pointers, no slices, no checkpoint entries).
+                         // (null pointers, no slices, no checkpoint entries). llama: false.
+  Arch arch = Arch::gpt2;
+  int n_kv_head = 0;     // NKV, key/value heads (llama); 0: n_head. gpt2: n_head only
+  int ffn_hidden = 0;    // H, the SwiGLU width (llama); 0: default_ffn_hidden(C)
+  float rope_theta = 10000.0f;    // RoPE's base (llama; kernels/rope.h)
+  float norm_eps = 1e-5f;         // RMSNorm's eps (llama; LayerNorm's is fixed at 1e-5)
+  bool tie_embeddings = true;     // the head is wte (gpt2: always), else its own lm_head
+  AttentionKind attention = AttentionKind::automatic;
 };
-// nn::Error when a size is < 1, n_embd % n_head != 0 or dropout outside [0, 1).
+// nn::Error when a size is < 1, n_embd % n_head != 0, dropout outside [0, 1), n_head %
+// n_kv_head != 0, the head size is odd for RoPE, or an option the arch lacks is set
+// (gpt2 with n_kv_head != n_head, an untied head or flash's GQA; llama with biases; full
+// attention with n_kv_head != n_head).
 void validate(const GPTConfig& c);
+// The derived sizes: key/value heads, the MLP's hidden width (gpt2 4C; llama ffn_hidden, by
+// default 8C/3 rounded up to a multiple of 32: the parameters of a 4C GELU MLP in three
+// matrices), the qkv projection's width (C + 2 NKV hs), and the attention that runs.
+int kv_heads(const GPTConfig& c);
+int default_ffn_hidden(int n_embd);
+int mlp_hidden(const GPTConfig& c);
+int qkv_channels(const GPTConfig& c);
+AttentionKind attention_of(const GPTConfig& c);
+// "gpt2" / "llama", "full" / "flash" / "auto", and back (nn::Error naming the choices).
+const char* arch_name(Arch a);
+Arch parse_arch(const std::string& s);
+const char* attention_name(AttentionKind a);
+AttentionKind parse_attention(const std::string& s);
 
 // ---- one description of the model: the tables ------------------------------------------------
 // Every tensor of the model is one row of a table below (kParams, kActivations, kScratch):
