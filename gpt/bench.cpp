@@ -202,7 +202,12 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
   // precisions) when we timed cuda, else on the CPU (the fastest thread setting)
   std::map<std::string, double> torch_ms;  // "eager fp32" -> ms
   std::string torch_note;
-  if (b.torch) {
+  if (b.torch && o.arch != "gpt2") {
+    // scripts/gpt_torch.py builds nanoGPT's (gpt2) model only: timing it against a llama
+    // would compare two different models
+    torch_note = "skipped: the PyTorch peer of the bench is nanoGPT's gpt2 model; --arch " + o.arch +
+                 " has no timed peer here (scripts/llama_torch.py is its parity reference)";
+  } else if (b.torch) {
     std::ostringstream args;
     args << " --n-layer " << o.n_layer << " --n-head " << o.n_head << " --n-embd " << o.n_embd << " --block-size "
          << o.block_size << " --batch-size " << o.batch_size << " --vocab-size 65 --iters " << b.iters << " --warmup "

@@ -346,6 +346,10 @@ def adamw_for(model, lr, betas, eps, weight_decay, foreach=False):
 # ---- loading the C++ side's files ------------------------------------------------------------
 
 def config_from_metadata(metadata, path):
+    arch = metadata.get("arch", "gpt2")  # files from before lesson 11 are gpt2
+    if arch != "gpt2":
+        raise GPTTorchError(f"{path}: metadata 'arch' = {arch!r}: this script builds nanoGPT's gpt2 model only "
+                            f"(a llama checkpoint's reference is scripts/llama_torch.py)")
     values = {}
     for key in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
         if key not in metadata:

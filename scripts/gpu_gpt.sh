@@ -20,6 +20,7 @@
 # Knobs: everything scripts/gpu_bench.sh takes (SKIP_BUILD, SKIP_TESTS, QUICK, ...), and
 #   SKIP_KERNEL_BENCH=1          step 1 without the kernel benchmark (OPS= not needed)
 #   SKIP_LESSON10=1              without step 4 (lesson 10's kv, law and quant parts on the GPU)
+#   SKIP_LLAMA=1                 without step 2b (lesson 11's llama block, one profiled step)
 #   TRAIN_PRECISIONS="bf16 fp32" the training runs of step 3 (default: bf16 fp32)
 #   MAX_ITERS=5000               shorter runs to check the pipeline
 #   DATA=path/to/input.txt       Tiny Shakespeare (default: nnlab's own search, see io/text.h)
@@ -58,6 +59,21 @@ say "nnlab gpt bench: cuda fp32/tf32/bf16 vs PyTorch eager and torch.compile on 
   grep -E "x PyTorch eager" "$logs/bench.txt" || echo "(no PyTorch comparison: see $logs/bench.txt)"
   echo '```'
 } > "docs/benchmarks/gpt-cuda-$slug.md"
+
+# ---- 2b. lesson 11's llama block on the GPU: the same shape with RMSNorm, RoPE, SwiGLU and
+# grouped-query flash attention (3 KV heads for 6 query heads), one step at fp32 and bf16 with
+# the per-op profile (no PyTorch peer: the bench's is nanoGPT's gpt2) ---------------------------
+if [[ -z "${SKIP_LLAMA:-}" ]]; then
+  say "nnlab gpt bench --arch llama: cuda fp32/bf16 on $gpu"
+  "$nnlab" gpt bench "${model[@]}" --arch llama --n-kv-head 3 --backends cuda:fp32,cuda:bf16 \
+    --profile --iters "${ITERS:-30}" --warmup 10 --json "docs/benchmarks/gpt-cuda-llama-$slug.json" \
+    --markdown "$logs/bench-llama.md" 2>&1 | tee "$logs/bench-llama.txt" || { echo "gpu_gpt: llama bench FAILED" >&2; status=1; }
+  [[ -f "$logs/bench-llama.md" ]] && {
+    cat "$logs/bench-llama.md"
+    echo
+    echo "Produced by \`bash scripts/gpu_gpt.sh\` (step 2b) on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), device: $gpu."
+  } > "docs/benchmarks/gpt-cuda-llama-$slug.md"
+fi
 
 # ---- 3. the nanoGPT Shakespeare run ------------------------------------------------------------------
 train_md="docs/benchmarks/gpt-cuda-train-$slug.md"

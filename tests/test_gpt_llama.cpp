@@ -277,7 +277,7 @@ TEST_CASE("gpt llama: the KV-cache decoder's logits equal gpt_forward's at every
   }
 }
 
-TEST_CASE("gpt llama: checkpoints round-trip the arch and its options; old files load as gpt2", "[gpt][llama][checkpoint]") {
+TEST_CASE("gpt llama: checkpoints round-trip the arch and its options, and older files load as gpt2", "[gpt][llama][checkpoint]") {
   testing::TempDir dir("gpt-llama-ckpt");
   gpt::GPTConfig c = llama_config(2, false);
   c.norm_eps = 1e-6f;
@@ -304,6 +304,32 @@ TEST_CASE("gpt llama: checkpoints round-trip the arch and its options; old files
   CHECK(raw.tensors.at("h.1.attn.c_attn.weight").shape() == nn::Shape({16 + 2 * 8, 16}));
   CHECK(raw.tensors.at("h.0.mlp.c_fc.weight").shape() == nn::Shape({48, 16}));
   CHECK(raw.metadata.at("arch") == "llama");
+
+  // a gpt2 checkpoint from before lesson 11 (no arch keys) loads as the gpt2 it is
+  gpt::GPTConfig g;
+  g.vocab_size = 13;
+  gpt::GPT old = gpt::gpt_create(g);
+  gpt::gpt_init_weights(old, 2);
+  const std::string gpath = dir.file("gpt2.safetensors");
+  gpt::save_checkpoint(gpath, old, vocab, {}, /*with_optimizer=*/false);
+  nn::Checkpoint file = nn::load_safetensors(gpath);
+  for (const char* key : {"arch", "n_kv_head", "ffn_hidden", "rope_theta", "norm_eps", "tie_embeddings", "attention"}) {
+    REQUIRE(file.metadata.erase(key) == 1);
+  }
+  for (auto it = file.metadata.begin(); it != file.metadata.end();) {  // the checksums: rewritten
+    it = it->first.rfind("nnlab.", 0) == 0 ? file.metadata.erase(it) : std::next(it);
+  }
+  std::vector<nn::TensorRef> refs;
+  for (const auto& [name, t] : file.tensors) refs.push_back({name, t.shape(), t.data()});
+  nn::save_safetensors(dir.file("before.safetensors"), refs, file.metadata);
+  const gpt::LoadedCheckpoint before = gpt::load_checkpoint(dir.file("before.safetensors"));
+  CHECK(before.model.config.arch == gpt::Arch::gpt2);
+  CHECK(before.model.params_memory == old.params_memory);
+  // and a damaged arch key is refused by name
+  file.metadata["arch"] = "gpt3";
+  nn::save_safetensors(dir.file("gpt3.safetensors"), refs, file.metadata);
+  CHECK_THAT(testing::error_of([&] { gpt::load_checkpoint(dir.file("gpt3.safetensors")); }),
+             Catch::Contains("metadata 'arch'"));
 }
 
 TEST_CASE("gpt llama: the trainer trains it, resumes it exactly and refuses a contradicting --arch", "[gpt][llama][train]") {
