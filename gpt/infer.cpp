@@ -192,7 +192,7 @@ class DecodeKernels final : public BlockKernels {
     // layer l's cache: (max_batch, maxT, C) for k and for v
     const i64 layer_kv = static_cast<i64>(max_batch_) * c.block_size * c.n_embd;
     be_.attention_decode(out, kcache_ + layer * layer_kv, vcache_ + layer * layer_kv, qkv, B_, n_, pos_, c.n_embd,
-                         c.n_head, c.block_size);
+                         c.n_head, c.n_head, c.block_size);
   }
 
  private:
