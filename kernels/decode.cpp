@@ -555,45 +555,49 @@ DecodeShape decode_shape(int pos, int C, int NH, int NKV) {
   return s;
 }
 
-// Query heads h0 .. h0+g-1 (all reading KV head kvh) of (sequence b, new position i): each
-// head's arithmetic is v2's per-item loop exactly (the same dot, the same max, the same
-// exp, the same double sum, the same axpy order over t), so the outputs are bit for bit
-// v2's whatever g is; only the loop order ACROSS heads changes: each k (v) row is loaded
-// once and used by the g heads while it is in L1. score holds g * len floats.
-void attend_group(float* out, const float* kcache, const float* vcache, const float* qkv, const DecodeShape& s, int b,
-                  int i, int n, int kvh, int h0, int g, int maxT, float* score) {
+// Query heads h0 .. h0+g-1 of (sequence b, new position i), each reading its KV head
+// (h / group): each head's arithmetic is v2's per-item loop exactly (the same dot, the same
+// max, the same exp, the same double sum, the same axpy order over t), so the outputs are bit
+// for bit v2's whatever g is; only the loop order ACROSS heads changes: for each position t
+// the heads' k (then v) slices are read in head order, one contiguous stretch of the cache
+// row, and a KV head's slice is used by all its query heads in the run while it is in L1.
+// score holds g * len floats.
+void attend_heads(float* out, const float* kcache, const float* vcache, const float* qkv, const DecodeShape& s, int b,
+                  int i, int n, int h0, int g, int maxT, float* score) {
   const size_t hs = static_cast<size_t>(s.hs);
   const size_t bi = static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i);
-  const float* kb = kcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * s.uKV + static_cast<size_t>(kvh) * hs;
-  const float* vb = vcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * s.uKV + static_cast<size_t>(kvh) * hs;
+  const float* kb = kcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * s.uKV;
+  const float* vb = vcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * s.uKV;
   const float* q0 = qkv + bi * s.width + static_cast<size_t>(h0) * hs;
   float* o0 = out + bi * s.uC + static_cast<size_t>(h0) * hs;
   const int len = s.len0 + i + 1;  // causal: positions 0 .. pos+i
   const size_t ulen = static_cast<size_t>(len);
-  constexpr int kMaxGroup = 64;  // heads per call (the caller splits larger groups)
-  float mx[kMaxGroup];
-  double sum[kMaxGroup];
+  constexpr int kMaxHeads = 64;  // heads per call (the callers split more)
+  float mx[kMaxHeads];
+  double sum[kMaxHeads];
+  size_t slice[kMaxHeads];  // head a's KV slice within a cache row
   for (int a = 0; a < g; ++a) {
     mx[a] = -INFINITY;
     sum[a] = 0.0;
+    slice[a] = static_cast<size_t>((h0 + a) / s.group) * hs;
   }
-  // pass 1: scores and their max, one k row for the g heads
+  // pass 1: scores and their max, the run's k slices of row t in order
   for (int t = 0; t < len; ++t) {
     const float* k = kb + static_cast<size_t>(t) * s.uKV;
     for (int a = 0; a < g; ++a) {
-      const float sc = dot(q0 + static_cast<size_t>(a) * hs, k, s.hs) * s.scale;
+      const float sc = dot(q0 + static_cast<size_t>(a) * hs, k + slice[a], s.hs) * s.scale;
       score[static_cast<size_t>(a) * ulen + static_cast<size_t>(t)] = sc;
       mx[a] = std::max(mx[a], sc);
     }
   }
-  // pass 2: out = sum_t exp(s_t - max) v_t / sum_t exp(s_t - max), one v row for the g heads
+  // pass 2: out = sum_t exp(s_t - max) v_t / sum_t exp(s_t - max), the v slices of row t in order
   std::fill(o0, o0 + static_cast<size_t>(g) * hs, 0.0f);
   for (int t = 0; t < len; ++t) {
     const float* v = vb + static_cast<size_t>(t) * s.uKV;
     for (int a = 0; a < g; ++a) {
       const float p = std::exp(score[static_cast<size_t>(a) * ulen + static_cast<size_t>(t)] - mx[a]);
       sum[a] += p;
-      axpy(o0 + static_cast<size_t>(a) * hs, p, v, s.hs);
+      axpy(o0 + static_cast<size_t>(a) * hs, p, v + slice[a], s.hs);
     }
   }
   for (int a = 0; a < g; ++a) {
@@ -621,47 +625,58 @@ void attention_decode_v2(float* out, float* kcache, float* vcache, const float* 
 #pragma omp for schedule(static)
     for (int item = 0; item < items; ++item) {
       const int h = item % NH, i = (item / NH) % n, b = item / (NH * n);
-      attend_group(out, kcache, vcache, qkv, s, b, i, n, h / s.group, h, 1, maxT, score.data());
+      attend_heads(out, kcache, vcache, qkv, s, b, i, n, h, 1, maxT, score.data());
     }
   }
 }
 
-// ---- attention_decode v3: grouped, each KV row read once for its group of query heads ---------
-// v2 with the items turned round: one item is (b, i, KV head, a run of that head's query
-// heads), and the run's heads share every k and v row while it is in L1 (attend_group). At
-// long contexts the cache no longer fits in any cache level, so v2 streams each KV head from
-// memory NH / NKV times per token and v3 once: the bytes grouped-query attention saves are
-// saved only by a kernel that reads this way. A run is the whole group unless there are fewer
-// (b, i, KV head) items than threads (batch 1, one new token, few KV heads: MQA has one
-// item); then each group is cut into contiguous runs so every thread has one (each run reads
-// its KV head once: more reads than one, far fewer than v2's). Each head's arithmetic is
-// v2's, so v3 equals v2 bit for bit, for every thread count and every run length.
+// ---- attention_decode v3: grouped, each KV row read once, in order -----------------------------
+// v2 with the items turned round: one item is (b, i, a run of query heads), and for each
+// position the run's heads read their k (then v) slices of the cache row in order
+// (attend_heads): a contiguous stretch of the row, each KV head's slice once for all its
+// query heads. v2 reads one head's hs floats from every row (a stride of NKV hs floats: a new
+// page every row or two once the cache outgrows the TLB's reach) and each KV head NH / NKV
+// times per token; v3 streams the cache's bytes once, which is the saving grouped-query
+// attention promises, and only a kernel that reads this way gets it. A run is all NH heads
+// unless there are fewer (b, i) items than threads (batch 1, one new token); then the heads
+// are cut into contiguous runs, one per thread, on KV-head boundaries when there are at
+// least as many KV heads as runs (MQA: query heads of the one group, each run reading the
+// KV head once). Runs are at most 64 heads. Each head's arithmetic is v2's, so v3 equals v2
+// bit for bit, for every thread count and every cut.
 void attention_decode_v3(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
                          int NH, int NKV, int maxT) {
   check_attention_decode(B, n, pos, C, NH, NKV, maxT);
   const DecodeShape s = decode_shape(pos, C, NH, NKV);
   append_kv(kcache, vcache, qkv, B, n, pos, C, static_cast<int>(s.uKV), maxT);
-  const int groups = B * n * NKV;  // (b, i, KV head)
-  if (groups == 0) return;
-  const bool parallel = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH) *
-                            static_cast<size_t>(pos + n) * s.uC >= kMinThreaded;
+  const int rows = B * n;  // (b, i)
+  if (rows == 0) return;
+  const bool parallel = static_cast<size_t>(rows) * static_cast<size_t>(NH) * static_cast<size_t>(pos + n) * s.uC >=
+                        kMinThreaded;
   const int threads = parallel ? omp_get_max_threads() : 1;
-  // runs per group: enough for every thread to have an item, at most the group's heads, and
-  // heads per run capped at attend_group's 64
-  int runs = std::min(s.group, std::max(1, (threads + groups - 1) / groups));
-  runs = std::max(runs, (s.group + 63) / 64);
-  const int per_run = (s.group + runs - 1) / runs;
-  runs = (s.group + per_run - 1) / per_run;
-  const int items = groups * runs;
+  const int runs = std::min(NH, std::max({1, (threads + rows - 1) / rows, (NH + 63) / 64}));
+  // run r's first query head: on KV-head boundaries when runs <= NKV (unless that makes a
+  // run wider than attend_heads' 64), else an even cut of the NH heads (at most 64 each)
+  bool aligned = runs <= NKV;
+  auto first = [&](int r) { return aligned ? (NKV * r / runs) * s.group : NH * r / runs; };
+  auto widest_run = [&] {
+    int w = 0;
+    for (int r = 0; r < runs; ++r) w = std::max(w, first(r + 1) - first(r));
+    return w;
+  };
+  int widest = widest_run();
+  if (widest > 64) {
+    aligned = false;
+    widest = widest_run();
+  }
+  const int items = rows * runs;
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> score(static_cast<size_t>(per_run) * static_cast<size_t>(pos + n));  // one per thread
+    std::vector<float> score(static_cast<size_t>(widest) * static_cast<size_t>(pos + n));  // one per thread
 #pragma omp for schedule(static)
     for (int item = 0; item < items; ++item) {
-      const int r = item % runs, gi = item / runs;
-      const int kvh = gi % NKV, i = (gi / NKV) % n, b = gi / (NKV * n);
-      const int first = r * per_run, count = std::min(per_run, s.group - first);
-      attend_group(out, kcache, vcache, qkv, s, b, i, n, kvh, kvh * s.group + first, count, maxT, score.data());
+      const int r = item % runs, bi = item / runs;
+      const int h0 = first(r), g = first(r + 1) - h0;
+      if (g > 0) attend_heads(out, kcache, vcache, qkv, s, bi / n, bi % n, n, h0, g, maxT, score.data());
     }
   }
 }
@@ -670,7 +685,7 @@ const std::vector<AttentionDecodeVersion>& attention_decode_versions() {
   static const std::vector<AttentionDecodeVersion> versions = {
       {1, "naive", "plain loops over the cache, scores in double (the reference)", attention_decode_v1},
       {2, "simd-threads", "float SIMD dot products, (b, i, h) across OpenMP threads", attention_decode_v2},
-      {3, "grouped", "v2 with each k, v row read once for its group of query heads (b, i, KV head) across threads",
+      {3, "grouped", "v2 with each cache row read once, in order, by all the query heads (runs of heads across threads)",
        attention_decode_v3},
   };
   return versions;

@@ -30,9 +30,11 @@
 //              two passes over a scores buffer, the (b, i, h) items across OpenMP threads.
 //              With grouped-query heads each query head reads its KV head on its own.
 //   attention_decode v3  grouped: v2's arithmetic per head, the items turned round to
-//              (b, i, KV head): each k and v row is loaded once and used by the NH / NKV
-//              query heads that share it, so a token streams the cache's bytes once (v2:
-//              NH / NKV times). Bit for bit v2's output. Lesson 11's part gqa measures it.
+//              (b, i, a run of heads): for each position the heads read their k (then v)
+//              slices of the cache row in order, a KV head's slice once for the NH / NKV
+//              query heads that share it, so a token streams the cache's bytes once, in
+//              order (v2: one head's slice per row, NH / NKV times). Bit for bit v2's
+//              output. Lesson 11's part gqa measures it.
 // The SIMD code dequantises with kernels/simd.h's packed-weight loads (V::load_bf16, load_i8,
 // load_i4): in registers on AVX2 (and as two AVX2 halves on AVX-512); on NEON and the
 // Portable<8> fallback the tests also run, lane by lane in plain C++: the same numbers.
@@ -123,7 +125,7 @@ void attention_decode_v1(float* out, float* kcache, float* vcache, const float* 
 // v2: float, threads over (b, i, h).
 void attention_decode_v2(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
                          int NH, int NKV, int maxT);
-// v3: v2 with each KV row read once for its group of query heads; bit for bit v2.
+// v3: v2 with each cache row read once, in order, for all its query heads; bit for bit v2.
 void attention_decode_v3(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
                          int NH, int NKV, int maxT);
 // The fastest version (the table's last).

@@ -455,7 +455,7 @@ TEST_CASE("attention_decode matches nn::attention_forward's rows and appends to 
   check_attention_case(2, 66, 4, 128, 8, 8);
 }
 
-TEST_CASE("attention_decode with grouped-query heads matches multi-head attention on repeated k, v",
+TEST_CASE("attention_decode with grouped-query heads matches multi-head attention on repeated k and v",
           "[decode][kernels]") {
   // NKV in {NH, NH / 2, 1}, n in {1, > 1}, pos in {0, > 0}
   for (const int NKV : {4, 2, 1})
@@ -467,6 +467,10 @@ TEST_CASE("attention_decode with grouped-query heads matches multi-head attentio
     check_attention_case(1, 150, 1, 192, 12, NKV);
     check_attention_case(2, 70, 4, 192, 12, NKV);
   }
+  // more than 64 query heads (v3 cuts them into runs of at most 64; 5 KV heads of 24: the
+  // runs cannot follow KV-head boundaries) and 128 heads over 4 KV heads (they can)
+  check_attention_case(1, 40, 1, 240, 120, 5);
+  check_attention_case(2, 30, 2, 256, 128, 4);
 }
 
 TEST_CASE("attention_decode v2 and v3 give the same bits for 1 and 2 threads", "[decode][kernels]") {
