@@ -63,7 +63,7 @@ void fill_defaults(Backend& be) {
     };
   }
   if (!be.attention_decode) {
-    be.attention_decode = [name](float*, float*, float*, const float*, int, int, int, int, int, int) {
+    be.attention_decode = [name](float*, float*, float*, const float*, int, int, int, int, int, int, int) {
       NN_CHECK(false, "the " << name << " backend has no inference ops (attention_decode)");
     };
   }

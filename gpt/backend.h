@@ -179,11 +179,11 @@ struct Backend {
   // says so.
   std::function<void(float* out, const float* inp, const kernels::WeightsView& w, const float* bias, int N)>
       matvec_forward;
-  // Appends the k, v of qkv (B, n, 3C) to the caches (B, maxT, C) at [pos, pos+n), then
-  // out (B, n, C) = the n new queries' causal attention over positions 0 .. pos+i
-  // (kernels::attention_decode).
+  // Appends the k, v of qkv (B, n, C + 2 KV) to the caches (B, maxT, KV) at [pos, pos+n),
+  // KV = NKV * C / NH, then out (B, n, C) = the n new queries' causal attention over
+  // positions 0 .. pos+i (kernels::attention_decode; NKV = NH: multi-head).
   std::function<void(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C, int NH,
-                     int maxT)>
+                     int NKV, int maxT)>
       attention_decode;
 
   // ---- optimizer helpers over flat buffers ------------------------------------------------

@@ -397,9 +397,9 @@ Backend cuda_backend(kc::Device& device, const std::string& precision) {
     }
   };
   be.attention_decode = [r](float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                            int NH, int maxT) {
+                            int NH, int NKV, int maxT) {
     try {
-      r->attention_decode_.fn(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
+      r->attention_decode_.fn(out, kcache, vcache, qkv, B, n, pos, C, NH, NKV, maxT);
     } catch (const kc::Error& e) {
       NN_CHECK(false, e.what());
     }

@@ -202,9 +202,8 @@ class DecodeKernels final : public BlockKernels {
     const GPTConfig& c = m_.config;
     // layer l's cache: (max_batch, maxT, NKV hs) for k and for v
     const i64 layer_kv = static_cast<i64>(max_batch_) * c.block_size * kv_channels(c);
-    NN_CHECK(kv_heads(c) == c.n_head, "Decoder: grouped-query attention over the KV cache is not wired yet");
     be_.attention_decode(out, kcache_ + layer * layer_kv, vcache_ + layer * layer_kv, qkv, B_, n_, pos_, c.n_embd,
-                         c.n_head, c.block_size);
+                         c.n_head, kv_heads(c), c.block_size);
   }
   void rope(float* qkv) override {
     // the n new positions of each sequence continue where the cache ends

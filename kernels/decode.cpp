@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <omp.h>
+
 #include "kernels/simd.h"
 
 namespace kernels {
@@ -36,15 +38,16 @@ float weight_at(const WeightsView& w, int r, int c) {
   return 0.0f;
 }
 
-// The k and v thirds of each new qkv (B, n, 3C) row into the caches (B, maxT, C) at row pos+i.
-void append_kv(float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C, int maxT) {
-  const size_t uC = static_cast<size_t>(C);
+// The k and v parts of each new qkv row (B, n, C + 2 KV), KV = NKV * hs, into the caches
+// (B, maxT, KV) at row pos+i. NKV == NH: the thirds of (B, n, 3C).
+void append_kv(float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C, int KV, int maxT) {
+  const size_t uC = static_cast<size_t>(C), uKV = static_cast<size_t>(KV), width = uC + 2 * uKV;
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < n; ++i) {
-      const float* row = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * 3 * uC;
-      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uC;
-      std::memcpy(kcache + at, row + uC, uC * sizeof(float));
-      std::memcpy(vcache + at, row + 2 * uC, uC * sizeof(float));
+      const float* row = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * width;
+      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uKV;
+      std::memcpy(kcache + at, row + uC, uKV * sizeof(float));
+      std::memcpy(vcache + at, row + uC + uKV, uKV * sizeof(float));
     }
 }
 
@@ -451,25 +454,37 @@ void matvec(float* y, const float* x, const WeightsView& w, const float* bias, i
   matvec_versions().back().fn(y, x, w, bias, n);
 }
 
+// The argument checks every CPU rung makes (v1 included: a wrong NKV would read past the
+// caches' rows).
+void check_attention_decode(int B, int n, int pos, int C, int NH, int NKV, int maxT) {
+  if (B < 0 || NH < 1 || C % NH != 0 || NKV < 1 || NH % NKV != 0 || pos < 0 || n < 0 || pos + n > maxT)
+    throw std::invalid_argument("attention_decode: needs C % NH == 0, NKV >= 1 dividing NH, and 0 <= pos, pos + n <= "
+                                "maxT; got B=" + std::to_string(B) + " C=" + std::to_string(C) + " NH=" +
+                                std::to_string(NH) + " NKV=" + std::to_string(NKV) + " pos=" + std::to_string(pos) +
+                                " n=" + std::to_string(n) + " maxT=" + std::to_string(maxT));
+}
+
 void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                         int NH, int maxT) {
-  const int hs = C / NH;
+                         int NH, int NKV, int maxT) {
+  check_attention_decode(B, n, pos, C, NH, NKV, maxT);
+  const int hs = C / NH, group = NH / NKV;  // query head h reads KV head h / group
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
-  const size_t uC = static_cast<size_t>(C);
+  const size_t uC = static_cast<size_t>(C), uKV = static_cast<size_t>(NKV) * static_cast<size_t>(hs);
+  const size_t width = uC + 2 * uKV;  // one qkv row: q (C) | k (KV) | v (KV)
   // 1. append the new keys and values
-  append_kv(kcache, vcache, qkv, B, n, pos, C, maxT);
+  append_kv(kcache, vcache, qkv, B, n, pos, C, static_cast<int>(uKV), maxT);
   // 2. each new query attends over positions 0 .. pos+i
   std::vector<double> score(static_cast<size_t>(pos + n));
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < n; ++i)
       for (int h = 0; h < NH; ++h) {
-        const float* q = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * 3 * uC +
+        const float* q = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * width +
                          static_cast<size_t>(h) * static_cast<size_t>(hs);
+        const size_t kvh = static_cast<size_t>(h / group) * static_cast<size_t>(hs);
         const int len = pos + i + 1;
         double mx = -1e300;
         for (int t = 0; t < len; ++t) {
-          const float* k = kcache + (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uC +
-                           static_cast<size_t>(h) * static_cast<size_t>(hs);
+          const float* k = kcache + (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uKV + kvh;
           double d = 0.0;
           for (int j = 0; j < hs; ++j) d += static_cast<double>(q[j]) * k[j];
           score[static_cast<size_t>(t)] = d * scale;
@@ -483,8 +498,8 @@ void attention_decode_v1(float* out, float* kcache, float* vcache, const float* 
           double acc = 0.0;
           for (int t = 0; t < len; ++t)
             acc += score[static_cast<size_t>(t)] *
-                   vcache[(static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uC +
-                          static_cast<size_t>(h) * static_cast<size_t>(hs) + static_cast<size_t>(j)];
+                   vcache[(static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uKV + kvh +
+                          static_cast<size_t>(j)];
           o[j] = static_cast<float>(acc / sum);
         }
       }
@@ -497,7 +512,8 @@ void attention_decode_v1(float* out, float* kcache, float* vcache, const float* 
 // as hs-wide rows (o += p_t v_t reads v_t in order, one cache line after the next). The
 // B * n * NH items are independent: OpenMP hands them out in contiguous blocks
 // (schedule(static)), each item one thread's fixed-order loop, so results do not depend on
-// the thread count.
+// the thread count. With grouped heads each query head reads its KV head's rows on its own:
+// a KV head is read NH / NKV times per token (from DRAM, once the cache outgrows the caches).
 namespace {
 
 // q . k over hs floats.
@@ -520,53 +536,147 @@ void axpy(float* o, float p, const float* v, int hs) {
   for (; j < hs; ++j) o[j] += p * v[j];
 }
 
+// The sizes both float rungs share.
+struct DecodeShape {
+  int hs, group, len0;        // head size, query heads per KV head, positions before query 0 (pos)
+  size_t uC, uKV, width;      // C, NKV * hs, one qkv row (C + 2 KV)
+  float scale;                // 1 / sqrt(hs), rounded to float once
+};
+
+DecodeShape decode_shape(int pos, int C, int NH, int NKV) {
+  DecodeShape s{};
+  s.hs = C / NH;
+  s.group = NH / NKV;
+  s.len0 = pos;
+  s.uC = static_cast<size_t>(C);
+  s.uKV = static_cast<size_t>(NKV) * static_cast<size_t>(s.hs);
+  s.width = s.uC + 2 * s.uKV;
+  s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hs)));
+  return s;
+}
+
+// Query heads h0 .. h0+g-1 of (sequence b, new position i), each reading its KV head
+// (h / group): each head's arithmetic is v2's per-item loop exactly (the same dot, the same
+// max, the same exp, the same double sum, the same axpy order over t), so the outputs are bit
+// for bit v2's whatever g is; only the loop order ACROSS heads changes: for each position t
+// the heads' k (then v) slices are read in head order, one contiguous stretch of the cache
+// row, and a KV head's slice is used by all its query heads in the run while it is in L1.
+// score holds g * len floats.
+void attend_heads(float* out, const float* kcache, const float* vcache, const float* qkv, const DecodeShape& s, int b,
+                  int i, int n, int h0, int g, int maxT, float* score) {
+  const size_t hs = static_cast<size_t>(s.hs);
+  const size_t bi = static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i);
+  const float* kb = kcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * s.uKV;
+  const float* vb = vcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * s.uKV;
+  const float* q0 = qkv + bi * s.width + static_cast<size_t>(h0) * hs;
+  float* o0 = out + bi * s.uC + static_cast<size_t>(h0) * hs;
+  const int len = s.len0 + i + 1;  // causal: positions 0 .. pos+i
+  const size_t ulen = static_cast<size_t>(len);
+  constexpr int kMaxHeads = 64;  // heads per call (the callers split more)
+  float mx[kMaxHeads];
+  double sum[kMaxHeads];
+  size_t slice[kMaxHeads];  // head a's KV slice within a cache row
+  for (int a = 0; a < g; ++a) {
+    mx[a] = -INFINITY;
+    sum[a] = 0.0;
+    slice[a] = static_cast<size_t>((h0 + a) / s.group) * hs;
+  }
+  // pass 1: scores and their max, the run's k slices of row t in order
+  for (int t = 0; t < len; ++t) {
+    const float* k = kb + static_cast<size_t>(t) * s.uKV;
+    for (int a = 0; a < g; ++a) {
+      const float sc = dot(q0 + static_cast<size_t>(a) * hs, k + slice[a], s.hs) * s.scale;
+      score[static_cast<size_t>(a) * ulen + static_cast<size_t>(t)] = sc;
+      mx[a] = std::max(mx[a], sc);
+    }
+  }
+  // pass 2: out = sum_t exp(s_t - max) v_t / sum_t exp(s_t - max), the v slices of row t in order
+  std::fill(o0, o0 + static_cast<size_t>(g) * hs, 0.0f);
+  for (int t = 0; t < len; ++t) {
+    const float* v = vb + static_cast<size_t>(t) * s.uKV;
+    for (int a = 0; a < g; ++a) {
+      const float p = std::exp(score[static_cast<size_t>(a) * ulen + static_cast<size_t>(t)] - mx[a]);
+      sum[a] += p;
+      axpy(o0 + static_cast<size_t>(a) * hs, p, v + slice[a], s.hs);
+    }
+  }
+  for (int a = 0; a < g; ++a) {
+    const auto inv = static_cast<float>(1.0 / sum[a]);
+    float* o = o0 + static_cast<size_t>(a) * hs;
+    for (size_t j = 0; j < hs; ++j) o[j] *= inv;
+  }
+}
+
 }  // namespace
 
 void attention_decode_v2(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                         int NH, int maxT) {
-  // qkv (B, n, 3C), kcache, vcache (B, maxT, C), out (B, n, C)
-  if (NH < 1 || C % NH != 0 || pos < 0 || n < 0 || pos + n > maxT)
-    throw std::invalid_argument("attention_decode: needs C % NH == 0 and 0 <= pos, pos + n <= maxT; got C=" +
-                                std::to_string(C) + " NH=" + std::to_string(NH) + " pos=" + std::to_string(pos) +
-                                " n=" + std::to_string(n) + " maxT=" + std::to_string(maxT));
-  const int hs = C / NH;
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
-  const size_t uC = static_cast<size_t>(C);
+                         int NH, int NKV, int maxT) {
+  // qkv (B, n, C + 2 KV), kcache, vcache (B, maxT, KV), out (B, n, C); KV = NKV * hs
+  check_attention_decode(B, n, pos, C, NH, NKV, maxT);
+  const DecodeShape s = decode_shape(pos, C, NH, NKV);
   // 1. append the new keys and values (before any query reads them: query i sees i's own k, v)
-  append_kv(kcache, vcache, qkv, B, n, pos, C, maxT);
+  append_kv(kcache, vcache, qkv, B, n, pos, C, static_cast<int>(s.uKV), maxT);
   // 2. every (b, i, h) on its own
   const int items = B * n * NH;
-  const bool parallel = static_cast<size_t>(items) * static_cast<size_t>(pos + n) * uC >= kMinThreaded;
+  const bool parallel = static_cast<size_t>(items) * static_cast<size_t>(pos + n) * s.uC >= kMinThreaded;
 #pragma omp parallel if (parallel)
   {
     std::vector<float> score(static_cast<size_t>(pos + n));  // one per thread
 #pragma omp for schedule(static)
     for (int item = 0; item < items; ++item) {
       const int h = item % NH, i = (item / NH) % n, b = item / (NH * n);
-      const size_t head = static_cast<size_t>(h) * static_cast<size_t>(hs);
-      const size_t bi = static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i);
-      const float* q = qkv + bi * 3 * uC + head;
-      const float* kb = kcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * uC + head;
-      const float* vb = vcache + static_cast<size_t>(b) * static_cast<size_t>(maxT) * uC + head;
-      const int len = pos + i + 1;  // causal: positions 0 .. pos+i
-      // pass 1: scores and their max
-      float mx = -INFINITY;
-      for (int t = 0; t < len; ++t) {
-        const float s = dot(q, kb + static_cast<size_t>(t) * uC, hs) * scale;
-        score[static_cast<size_t>(t)] = s;
-        mx = std::max(mx, s);
-      }
-      // pass 2: out = sum_t exp(s_t - max) v_t / sum_t exp(s_t - max)
-      float* o = out + bi * uC + head;
-      std::fill(o, o + hs, 0.0f);
-      double sum = 0.0;
-      for (int t = 0; t < len; ++t) {
-        const float p = std::exp(score[static_cast<size_t>(t)] - mx);
-        sum += p;
-        axpy(o, p, vb + static_cast<size_t>(t) * uC, hs);
-      }
-      const auto inv = static_cast<float>(1.0 / sum);
-      for (int j = 0; j < hs; ++j) o[j] *= inv;
+      attend_heads(out, kcache, vcache, qkv, s, b, i, n, h, 1, maxT, score.data());
+    }
+  }
+}
+
+// ---- attention_decode v3: grouped, each KV row read once, in order -----------------------------
+// v2 with the items turned round: one item is (b, i, a run of query heads), and for each
+// position the run's heads read their k (then v) slices of the cache row in order
+// (attend_heads): a contiguous stretch of the row, each KV head's slice once for all its
+// query heads. v2 reads one head's hs floats from every row (a stride of NKV hs floats: a new
+// page every row or two once the cache outgrows the TLB's reach) and each KV head NH / NKV
+// times per token; v3 streams the cache's bytes once, which is the saving grouped-query
+// attention promises, and only a kernel that reads this way gets it. A run is all NH heads
+// unless there are fewer (b, i) items than threads (batch 1, one new token); then the heads
+// are cut into contiguous runs, one per thread, on KV-head boundaries when there are at
+// least as many KV heads as runs (MQA: query heads of the one group, each run reading the
+// KV head once). Runs are at most 64 heads. Each head's arithmetic is v2's, so v3 equals v2
+// bit for bit, for every thread count and every cut.
+void attention_decode_v3(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int NKV, int maxT) {
+  check_attention_decode(B, n, pos, C, NH, NKV, maxT);
+  const DecodeShape s = decode_shape(pos, C, NH, NKV);
+  append_kv(kcache, vcache, qkv, B, n, pos, C, static_cast<int>(s.uKV), maxT);
+  const int rows = B * n;  // (b, i)
+  if (rows == 0) return;
+  const bool parallel = static_cast<size_t>(rows) * static_cast<size_t>(NH) * static_cast<size_t>(pos + n) * s.uC >=
+                        kMinThreaded;
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  const int runs = std::min(NH, std::max({1, (threads + rows - 1) / rows, (NH + 63) / 64}));
+  // run r's first query head: on KV-head boundaries when runs <= NKV (unless that makes a
+  // run wider than attend_heads' 64), else an even cut of the NH heads (at most 64 each)
+  bool aligned = runs <= NKV;
+  auto first = [&](int r) { return aligned ? (NKV * r / runs) * s.group : NH * r / runs; };
+  auto widest_run = [&] {
+    int w = 0;
+    for (int r = 0; r < runs; ++r) w = std::max(w, first(r + 1) - first(r));
+    return w;
+  };
+  int widest = widest_run();
+  if (widest > 64) {
+    aligned = false;
+    widest = widest_run();
+  }
+  const int items = rows * runs;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> score(static_cast<size_t>(widest) * static_cast<size_t>(pos + n));  // one per thread
+#pragma omp for schedule(static)
+    for (int item = 0; item < items; ++item) {
+      const int r = item % runs, bi = item / runs;
+      const int h0 = first(r), g = first(r + 1) - h0;
+      if (g > 0) attend_heads(out, kcache, vcache, qkv, s, bi / n, bi % n, n, h0, g, maxT, score.data());
     }
   }
 }
@@ -575,13 +685,15 @@ const std::vector<AttentionDecodeVersion>& attention_decode_versions() {
   static const std::vector<AttentionDecodeVersion> versions = {
       {1, "naive", "plain loops over the cache, scores in double (the reference)", attention_decode_v1},
       {2, "simd-threads", "float SIMD dot products, (b, i, h) across OpenMP threads", attention_decode_v2},
+      {3, "grouped", "v2 with each cache row read once, in order, by all the query heads (runs of heads across threads)",
+       attention_decode_v3},
   };
   return versions;
 }
 
 void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                      int NH, int maxT) {
-  attention_decode_versions().back().fn(out, kcache, vcache, qkv, B, n, pos, C, NH, maxT);
+                      int NH, int NKV, int maxT) {
+  attention_decode_versions().back().fn(out, kcache, vcache, qkv, B, n, pos, C, NH, NKV, maxT);
 }
 
 }  // namespace kernels

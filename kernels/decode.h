@@ -28,6 +28,13 @@
 //   attention_decode v1  naive: plain loops, scores in double; the reference.
 //   attention_decode v2  simd-threads: float SIMD dot products over a head's channels,
 //              two passes over a scores buffer, the (b, i, h) items across OpenMP threads.
+//              With grouped-query heads each query head reads its KV head on its own.
+//   attention_decode v3  grouped: v2's arithmetic per head, the items turned round to
+//              (b, i, a run of heads): for each position the heads read their k (then v)
+//              slices of the cache row in order, a KV head's slice once for the NH / NKV
+//              query heads that share it, so a token streams the cache's bytes once, in
+//              order (v2: one head's slice per row, NH / NKV times). Bit for bit v2's
+//              output. Lesson 11's part gqa measures it.
 // The SIMD code dequantises with kernels/simd.h's packed-weight loads (V::load_bf16, load_i8,
 // load_i4): in registers on AVX2 (and as two AVX2 halves on AVX-512); on NEON and the
 // Portable<8> fallback the tests also run, lane by lane in plain C++: the same numbers.
@@ -97,25 +104,32 @@ void matvec(float* y, const float* x, const WeightsView& w, const float* bias, i
 
 // ---- attention over a KV cache ---------------------------------------------------------------
 // B sequences, each with `pos` positions already in the cache, get n new positions
-// pos .. pos+n-1 (n = 1 when generating; n > 1 for a prompt or k drafts to verify):
-//   qkv (B, n, 3C)  the new positions' q, k, v side by side (as the qkv projection writes them)
-//   kcache, vcache (B, maxT, C): first the n new k and v rows are written at [pos, pos+n),
-//   then out (B, n, C) = for query i (position pos+i) and head h (hs = C/NH):
-//     softmax over t2 in [0, pos+i] of q.k[t2] / sqrt(hs), weighted sum of v[t2]
-// exactly nn::attention_forward's rows pos..pos+n-1 on the whole sequence (causal).
-// Requires pos + n <= maxT, C % NH == 0.
+// pos .. pos+n-1 (n = 1 when generating; n > 1 for a prompt or k drafts to verify), with NH
+// query heads of hs = C / NH channels sharing NKV key/value heads (grouped-query attention,
+// kernels/flash_attention.h's layout: query head h reads KV head h / (NH / NKV); NKV = NH is
+// multi-head attention, NKV = 1 multi-query). KV = NKV * hs:
+//   qkv (B, n, C + 2 KV)  each new position's [q (C) | k (KV) | v (KV)], as the qkv
+//                         projection writes them (NKV = NH: (B, n, 3C))
+//   kcache, vcache (B, maxT, KV): first the n new k and v rows are written at [pos, pos+n),
+//   then out (B, n, C) = for query i (position pos+i) and head h:
+//     softmax over t2 in [0, pos+i] of q_h.k[t2]_(h/group) / sqrt(hs), weighted sum of v[t2]_(h/group)
+// exactly nn::attention_forward's rows pos..pos+n-1 on the whole sequence (causal) when
+// NKV = NH. Requires pos + n <= maxT, C % NH == 0, NH % NKV == 0 (std::invalid_argument).
 using AttentionDecodeFn = void (*)(float* out, float* kcache, float* vcache, const float* qkv, int B, int n,
-                                   int pos, int C, int NH, int maxT);
+                                   int pos, int C, int NH, int NKV, int maxT);
 using AttentionDecodeVersion = OpVersion<AttentionDecodeFn>;  // kernels/versions.h
 const std::vector<AttentionDecodeVersion>& attention_decode_versions();
 // v1: plain loops, scores in double; the reference.
 void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                         int NH, int maxT);
-// v2: float, threads over (b, i, h); std::invalid_argument on sizes it cannot serve.
+                         int NH, int NKV, int maxT);
+// v2: float, threads over (b, i, h).
 void attention_decode_v2(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                         int NH, int maxT);
+                         int NH, int NKV, int maxT);
+// v3: v2 with each cache row read once, in order, for all its query heads; bit for bit v2.
+void attention_decode_v3(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int NKV, int maxT);
 // The fastest version (the table's last).
 void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                      int NH, int maxT);
+                      int NH, int NKV, int maxT);
 
 }  // namespace kernels

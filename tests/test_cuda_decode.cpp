@@ -68,43 +68,50 @@ TEST_CASE("cuda emu: matvec, every version in every weight format", "[cuda][emu-
 }
 
 TEST_CASE("cuda emu: attention_decode, every version", "[cuda][emu-kernels][decode]") {
-  CHECK(validate(kc::emulator(), "attention_decode", "") >= 5);
+  CHECK(validate(kc::emulator(), "attention_decode", "") >= 11);
+  // six of them with grouped-query heads (NKV = NH / 2 and 1): n 1 and > 1, pos 0 and > 0
+  const std::vector<std::string>& sizes = cb::op("attention_decode").test_sizes;
+  CHECK(std::count_if(sizes.begin(), sizes.end(), [](const std::string& s) { return s.find("NKV=") != std::string::npos; }) >= 6);
 }
 
 TEST_CASE("cuda emu: attention_decode appends the new k, v rows and touches no other", "[cuda][emu-kernels][decode]") {
   kc::Device& dev = kc::emulator();
   const int B = 2, n = 3, pos = 4, C = 12, NH = 3, maxT = 9;
-  const size_t uC = C, cache = static_cast<size_t>(B) * maxT * uC;
-  const std::vector<float> qkv = random_floats(static_cast<size_t>(B) * n * 3 * uC, 7);
-  std::vector<float> k0 = random_floats(cache, 8), v0 = random_floats(cache, 9);
-  for (auto& v : dev.kernels().attention_decode) {
-    INFO("attention_decode " << v.id());
-    kernels::Array<float> dq(dev, qkv, kernels::uninitialized), dk(dev, k0, kernels::uninitialized),
-        dv(dev, v0, kernels::uninitialized), dout(dev, static_cast<size_t>(B) * n * uC, kernels::uninitialized);
-    v.fn(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, maxT);
-    dev.synchronize();
-    const std::vector<float> k = dk.to_vector(), vv = dv.to_vector();
-    size_t wrong = 0;
-    for (int b = 0; b < B; ++b)
-      for (int t = 0; t < maxT; ++t)
-        for (int c = 0; c < C; ++c) {
-          const size_t at = (static_cast<size_t>(b) * maxT + t) * uC + c;
-          float want_k = k0[at], want_v = v0[at];
-          if (t >= pos && t < pos + n) {  // the new rows: qkv's k and v of position t - pos
-            const size_t row = (static_cast<size_t>(b) * n + (t - pos)) * 3 * uC;
-            want_k = qkv[row + uC + c];
-            want_v = qkv[row + 2 * uC + c];
+  for (const int NKV : {NH, 1}) {  // multi-head: rows of C floats; multi-query: one head's hs
+    const int KV = C / NH * NKV;
+    const size_t uC = C, uKV = static_cast<size_t>(KV), width = uC + 2 * uKV;
+    const size_t cache = static_cast<size_t>(B) * maxT * uKV;
+    const std::vector<float> qkv = random_floats(static_cast<size_t>(B) * n * width, 7);
+    std::vector<float> k0 = random_floats(cache, 8), v0 = random_floats(cache, 9);
+    for (auto& v : dev.kernels().attention_decode) {
+      INFO("attention_decode " << v.id() << " NKV=" << NKV);
+      kernels::Array<float> dq(dev, qkv, kernels::uninitialized), dk(dev, k0, kernels::uninitialized),
+          dv(dev, v0, kernels::uninitialized), dout(dev, static_cast<size_t>(B) * n * uC, kernels::uninitialized);
+      v.fn(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, NKV, maxT);
+      dev.synchronize();
+      const std::vector<float> k = dk.to_vector(), vv = dv.to_vector();
+      size_t wrong = 0;
+      for (int b = 0; b < B; ++b)
+        for (int t = 0; t < maxT; ++t)
+          for (int c = 0; c < KV; ++c) {
+            const size_t at = (static_cast<size_t>(b) * maxT + t) * uKV + c;
+            float want_k = k0[at], want_v = v0[at];
+            if (t >= pos && t < pos + n) {  // the new rows: qkv's k and v of position t - pos
+              const size_t row = (static_cast<size_t>(b) * n + (t - pos)) * width;
+              want_k = qkv[row + uC + c];
+              want_v = qkv[row + uC + uKV + c];
+            }
+            wrong += (k[at] != want_k) + (vv[at] != want_v);
           }
-          wrong += (k[at] != want_k) + (vv[at] != want_v);
-        }
-    CHECK(wrong == 0);
-    // and the output is the host reference's
-    std::vector<float> hk = k0, hv = v0, hout(static_cast<size_t>(B) * n * uC);
-    kernels::attention_decode_v1(hout.data(), hk.data(), hv.data(), qkv.data(), B, n, pos, C, NH, maxT);
-    const std::vector<double> want(hout.begin(), hout.end());
-    const kernels::harness::Check c = cb::compare_device("out", dout, want, {1e-5, 1e-4});
-    INFO(c.report);
-    CHECK(c.ok());
+      CHECK(wrong == 0);
+      // and the output is the host reference's
+      std::vector<float> hk = k0, hv = v0, hout(static_cast<size_t>(B) * n * uC);
+      kernels::attention_decode_v1(hout.data(), hk.data(), hv.data(), qkv.data(), B, n, pos, C, NH, NKV, maxT);
+      const std::vector<double> want(hout.begin(), hout.end());
+      const kernels::harness::Check c = cb::compare_device("out", dout, want, {1e-5, 1e-4});
+      INFO(c.report);
+      CHECK(c.ok());
+    }
   }
 }
 
@@ -140,8 +147,10 @@ TEST_CASE("cuda emu: inference kernels refuse impossible sizes", "[cuda][emu-ker
   float* p = buf.data();
   for (auto& v : dev.kernels().attention_decode) {
     INFO("attention_decode " << v.id());
-    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 1, 0, 10, 3, 4), kc::Error);  // C % NH != 0
-    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 2, 3, 8, 2, 4), kc::Error);   // pos + n > maxT
+    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 1, 0, 10, 3, 3, 4), kc::Error);  // C % NH != 0
+    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 2, 3, 8, 2, 2, 4), kc::Error);   // pos + n > maxT
+    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 1, 0, 12, 4, 3, 4), kc::Error);  // NH % NKV != 0
+    CHECK_THROWS_AS(v.fn(p, p, p, p, 1, 1, 0, 12, 4, 0, 4), kc::Error);  // NKV < 1
   }
   // int4 needs cols % 32, sparse24 cols % 8: a view that breaks the packing rules is refused
   const kernels::WeightsView int4{kernels::WeightFormat::int4, 2, 48, p, p, nullptr};
@@ -161,5 +170,5 @@ TEST_CASE("cuda gpu: the inference kernels on the GPU", "[cuda][device][decode]"
     return;
   }
   CHECK(validate(*gpu, "matvec", "") >= 25);
-  CHECK(validate(*gpu, "attention_decode", "") >= 5);
+  CHECK(validate(*gpu, "attention_decode", "") >= 11);
 }

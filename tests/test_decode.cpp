@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <omp.h>
+
 #include "kernels/bench/ops.h"
 #include "kernels/decode.h"
 #include "kernels/harness.h"
@@ -355,43 +357,58 @@ TEST_CASE("matvec v2 and v3 refuse a view whose sizes do not suit its format", "
 
 namespace {
 
-// The whole sequence's qkv (B, T, 3C); positions [pos, pos+n) are the new ones. Each version
-// gets caches holding positions < pos and NaN after them (a read of a position not yet
-// written poisons the output), and must match nn::attention_forward's rows pos..pos+n-1.
-void check_attention_case(int B, int pos, int n, int C, int NH) {
+// The whole sequence's qkv (B, T, C + 2 KV), KV = NKV * hs; positions [pos, pos+n) are the
+// new ones. Each version gets caches holding positions < pos and NaN after them (a read of a
+// position not yet written poisons the output), and must match nn::attention_forward's rows
+// pos..pos+n-1 on the multi-head qkv (B, T, 3C) whose head h has KV head h / (NH / NKV)'s k
+// and v (repeat_kv: grouped-query attention IS multi-head attention with shared k, v), and v1.
+void check_attention_case(int B, int pos, int n, int C, int NH, int NKV) {
   const int T = pos + n, maxT = T + 3;
-  const size_t uC = static_cast<size_t>(C);
-  const std::vector<float> qkv = random_vector(static_cast<size_t>(B) * T * 3 * uC, 41, -2.0f, 2.0f);
+  const int hs = C / NH, group = NH / NKV;
+  const size_t uC = static_cast<size_t>(C), uKV = static_cast<size_t>(NKV * hs), width = uC + 2 * uKV;
+  const std::vector<float> qkv = random_vector(static_cast<size_t>(B) * T * width, 41, -2.0f, 2.0f);
+  std::vector<float> mha(static_cast<size_t>(B) * T * 3 * uC);  // repeat_kv
+  for (size_t r = 0; r < static_cast<size_t>(B) * T; ++r) {
+    const float* src = qkv.data() + r * width;
+    float* dst = mha.data() + r * 3 * uC;
+    std::copy_n(src, uC, dst);
+    for (int h = 0; h < NH; ++h) {
+      const size_t kv = static_cast<size_t>(h / group) * hs, at = static_cast<size_t>(h) * hs;
+      std::copy_n(src + uC + kv, hs, dst + uC + at);
+      std::copy_n(src + uC + uKV + kv, hs, dst + 2 * uC + at);
+    }
+  }
+  if (NKV == NH) REQUIRE(mha == qkv);  // the multi-head layout is the NKV = NH case
   std::vector<float> full(static_cast<size_t>(B) * T * uC);
   std::vector<float> preatt(static_cast<size_t>(B) * NH * T * T), att(preatt.size());
-  nn::attention_forward<float>(full.data(), preatt.data(), att.data(), qkv.data(), B, T, C, NH);
+  nn::attention_forward<float>(full.data(), preatt.data(), att.data(), mha.data(), B, T, C, NH);
 
-  std::vector<float> qkv_new(static_cast<size_t>(B) * n * 3 * uC);
+  std::vector<float> qkv_new(static_cast<size_t>(B) * n * width);
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < n; ++i)
-      std::copy_n(qkv.data() + (static_cast<size_t>(b) * T + pos + i) * 3 * uC, 3 * uC,
-                  qkv_new.data() + (static_cast<size_t>(b) * n + i) * 3 * uC);
+      std::copy_n(qkv.data() + (static_cast<size_t>(b) * T + pos + i) * width, width,
+                  qkv_new.data() + (static_cast<size_t>(b) * n + i) * width);
   std::vector<double> want(static_cast<size_t>(B) * n * uC);
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < n; ++i)
       for (size_t c = 0; c < uC; ++c)
         want[(static_cast<size_t>(b) * n + i) * uC + c] = full[(static_cast<size_t>(b) * T + pos + i) * uC + c];
 
-  std::vector<float> v1_out;
+  std::vector<float> v1_out, v2_out;
   for (const kernels::AttentionDecodeVersion& v : kernels::attention_decode_versions()) {
     const std::string what = "attention_decode v" + std::to_string(v.number) + " B=" + std::to_string(B) +
                              " pos=" + std::to_string(pos) + " n=" + std::to_string(n) + " C=" + std::to_string(C) +
-                             " NH=" + std::to_string(NH);
+                             " NH=" + std::to_string(NH) + " NKV=" + std::to_string(NKV);
     const float nan = h::GuardedBuffer::kNaN;
-    std::vector<float> kcache(static_cast<size_t>(B) * maxT * uC, nan), vcache(kcache.size(), nan);
+    std::vector<float> kcache(static_cast<size_t>(B) * maxT * uKV, nan), vcache(kcache.size(), nan);
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < pos; ++t) {
-        const float* row = qkv.data() + (static_cast<size_t>(b) * T + t) * 3 * uC;
-        std::copy_n(row + uC, uC, kcache.data() + (static_cast<size_t>(b) * maxT + t) * uC);
-        std::copy_n(row + 2 * uC, uC, vcache.data() + (static_cast<size_t>(b) * maxT + t) * uC);
+        const float* row = qkv.data() + (static_cast<size_t>(b) * T + t) * width;
+        std::copy_n(row + uC, uKV, kcache.data() + (static_cast<size_t>(b) * maxT + t) * uKV);
+        std::copy_n(row + uC + uKV, uKV, vcache.data() + (static_cast<size_t>(b) * maxT + t) * uKV);
       }
     h::GuardedBuffer out(want.size(), 1);
-    v.fn(out.data(), kcache.data(), vcache.data(), qkv_new.data(), B, n, pos, C, NH, maxT);
+    v.fn(out.data(), kcache.data(), vcache.data(), qkv_new.data(), B, n, pos, C, NH, NKV, maxT);
     require_guards(out, "out " + what);
     require_ok(h::compare("out", out.span(), want, {1e-5, 1e-4}), what + " vs nn::attention_forward");
     if (v.number == 1) {
@@ -400,20 +417,26 @@ void check_attention_case(int B, int pos, int n, int C, int NH) {
       std::vector<double> v1(v1_out.begin(), v1_out.end());
       require_ok(h::compare("out", out.span(), v1, {1e-5, 1e-4}), what + " vs v1");
     }
+    // v3 is v2 with the loops across a group's heads turned round: the same bits.
+    if (v.number == 2) v2_out.assign(out.data(), out.data() + want.size());
+    if (v.number == 3) {
+      INFO(what << " vs v2, bit for bit");
+      CHECK(std::memcmp(out.data(), v2_out.data(), want.size() * sizeof(float)) == 0);
+    }
     // The caches now hold the new k, v rows at [pos, pos+n), the old ones untouched, and
     // nothing written past pos+n.
     INFO(what);
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < maxT; ++t) {
-        const float* row = qkv.data() + (static_cast<size_t>(b) * T + std::min(t, T - 1)) * 3 * uC;
-        const float* kc = kcache.data() + (static_cast<size_t>(b) * maxT + t) * uC;
-        const float* vc = vcache.data() + (static_cast<size_t>(b) * maxT + t) * uC;
+        const float* row = qkv.data() + (static_cast<size_t>(b) * T + std::min(t, T - 1)) * width;
+        const float* kc = kcache.data() + (static_cast<size_t>(b) * maxT + t) * uKV;
+        const float* vc = vcache.data() + (static_cast<size_t>(b) * maxT + t) * uKV;
         if (t < T) {
-          CHECK(std::equal(kc, kc + uC, row + uC));
-          CHECK(std::equal(vc, vc + uC, row + 2 * uC));
+          CHECK(std::equal(kc, kc + uKV, row + uC));
+          CHECK(std::equal(vc, vc + uKV, row + uC + uKV));
         } else {
-          CHECK(std::all_of(kc, kc + uC, [](float f) { return std::isnan(f); }));
-          CHECK(std::all_of(vc, vc + uC, [](float f) { return std::isnan(f); }));
+          CHECK(std::all_of(kc, kc + uKV, [](float f) { return std::isnan(f); }));
+          CHECK(std::all_of(vc, vc + uKV, [](float f) { return std::isnan(f); }));
         }
       }
   }
@@ -424,19 +447,68 @@ void check_attention_case(int B, int pos, int n, int C, int NH) {
 TEST_CASE("attention_decode matches nn::attention_forward's rows and appends to the caches", "[decode][kernels]") {
   for (const int pos : {0, 5})
     for (const int n : {1, 3}) {
-      check_attention_case(2, pos, n, 36, 3);  // hs = 12: one SIMD register and a tail of 4 (AVX2)
-      check_attention_case(2, pos, n, 64, 2);  // hs = 32
+      check_attention_case(2, pos, n, 36, 3, 3);  // hs = 12: one SIMD register and a tail of 4 (AVX2)
+      check_attention_case(2, pos, n, 64, 2, 2);  // hs = 32
     }
-  check_attention_case(1, 40, 2, 48, 3);  // hs = 16, a longer cache
+  check_attention_case(1, 40, 2, 48, 3, 3);  // hs = 16, a longer cache
   // Big enough for v2's threads: 2 x 4 x 8 items over ~70 positions.
-  check_attention_case(2, 66, 4, 128, 8);
+  check_attention_case(2, 66, 4, 128, 8, 8);
 }
 
-TEST_CASE("attention_decode v2 refuses sizes it cannot serve", "[decode][kernels]") {
+TEST_CASE("attention_decode with grouped-query heads matches multi-head attention on repeated k and v",
+          "[decode][kernels]") {
+  // NKV in {NH, NH / 2, 1}, n in {1, > 1}, pos in {0, > 0}
+  for (const int NKV : {4, 2, 1})
+    for (const int pos : {0, 7})
+      for (const int n : {1, 3}) check_attention_case(2, pos, n, 48, 4, NKV);  // hs = 12
+  // threaded sizes, hs = 16: 12 query heads over 6, 4, 3, 2, 1 KV heads (v3's runs: a group
+  // cut when (b, i, KV head) items are fewer than threads)
+  for (const int NKV : {6, 4, 3, 2, 1}) {
+    check_attention_case(1, 150, 1, 192, 12, NKV);
+    check_attention_case(2, 70, 4, 192, 12, NKV);
+  }
+  // more than 64 query heads (v3 cuts them into runs of at most 64; 5 KV heads of 24: the
+  // runs cannot follow KV-head boundaries) and 128 heads over 4 KV heads (they can)
+  check_attention_case(1, 40, 1, 240, 120, 5);
+  check_attention_case(2, 30, 2, 256, 128, 4);
+}
+
+TEST_CASE("attention_decode v2 and v3 give the same bits for 1 and 2 threads", "[decode][kernels]") {
+  const int B = 1, n = 2, pos = 300, C = 256, NH = 8, maxT = pos + n;
+  const int saved = omp_get_max_threads();
+  for (const int NKV : {8, 4, 1}) {
+    const size_t uKV = static_cast<size_t>(C / NH * NKV);
+    const std::vector<float> qkv = random_vector(static_cast<size_t>(B) * n * (C + 2 * uKV), 43, -2.0f, 2.0f);
+    const std::vector<float> k0 = random_vector(static_cast<size_t>(B) * maxT * uKV, 44, -2.0f, 2.0f),
+                             v0 = random_vector(k0.size(), 45, -2.0f, 2.0f);
+    std::vector<float> outs[2][2];  // [version v2, v3][threads 1, 2]
+    for (int threads = 1; threads <= 2; ++threads) {
+      omp_set_num_threads(threads);
+      for (int v = 0; v < 2; ++v) {
+        std::vector<float> kc = k0, vc = v0, out(static_cast<size_t>(B) * n * C, NAN);
+        (v == 0 ? kernels::attention_decode_v2 : kernels::attention_decode_v3)(out.data(), kc.data(), vc.data(),
+                                                                               qkv.data(), B, n, pos, C, NH, NKV, maxT);
+        outs[v][threads - 1] = out;
+      }
+    }
+    INFO("NKV=" << NKV);
+    CHECK(std::memcmp(outs[0][0].data(), outs[0][1].data(), outs[0][0].size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(outs[1][0].data(), outs[1][1].data(), outs[1][0].size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(outs[0][0].data(), outs[1][0].data(), outs[0][0].size() * sizeof(float)) == 0);
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST_CASE("attention_decode refuses sizes it cannot serve", "[decode][kernels]") {
   std::vector<float> buf(4096, 0.0f);
   float* p = buf.data();
-  REQUIRE_THROWS_AS(kernels::attention_decode_v2(p, p, p, p, 1, 1, 0, 10, 3, 4), std::invalid_argument);
-  REQUIRE_THROWS_WITH(kernels::attention_decode_v2(p, p, p, p, 1, 2, 3, 12, 3, 4), Catch::Contains("maxT"));
+  for (const kernels::AttentionDecodeVersion& v : kernels::attention_decode_versions()) {
+    INFO("attention_decode v" << v.number);
+    REQUIRE_THROWS_AS(v.fn(p, p, p, p, 1, 1, 0, 10, 3, 3, 4), std::invalid_argument);  // C % NH
+    REQUIRE_THROWS_WITH(v.fn(p, p, p, p, 1, 2, 3, 12, 3, 3, 4), Catch::Contains("maxT"));
+    REQUIRE_THROWS_WITH(v.fn(p, p, p, p, 1, 1, 0, 12, 4, 3, 4), Catch::Contains("NKV"));  // NH % NKV
+    REQUIRE_THROWS_AS(v.fn(p, p, p, p, 1, 1, 0, 12, 4, 0, 4), std::invalid_argument);
+  }
 }
 
 // ---- the bench ------------------------------------------------------------------------------
@@ -482,4 +554,15 @@ TEST_CASE("the attention_decode bench validates every version at its quick sizes
   CHECK(p->flops() == 4.0 * 2 * 38 * 36);
   REQUIRE_THROWS_WITH(op.make("2x37x36x5", 1), Catch::Contains("multiple of NH"));
   REQUIRE_THROWS_AS(op.check_size("2x37x36"), std::invalid_argument);
+  // grouped-query sizes: NKV divides NH; the cache is NKV / NH of the multi-head one, read
+  // NH / NKV times by v1 and v2 and once by v3
+  const auto g = op.make("2x37x48x4x2", 1);
+  CHECK(g->shape() == "B=2 pos=37 C=48 NH=4 NKV=2");
+  CHECK(g->flops() == 4.0 * 2 * 38 * 48);
+  const double cache = 2.0 * 38 * 24, rest = 2.0 * (48 + 48) + 2.0 * 48 + 2.0 * 2 * 24;
+  CHECK(g->bytes(2) == 4.0 * (2.0 * cache + rest));
+  CHECK(g->bytes(1) == 4.0 * (2.0 * cache * 2 + rest));
+  CHECK(op.make("2x37x48x4x4", 1)->shape() == "B=2 pos=37 C=48 NH=4");
+  REQUIRE_THROWS_WITH(op.make("2x37x48x4x3", 1), Catch::Contains("NKV must divide NH"));
+  REQUIRE_THROWS_AS(op.check_size("2x37x48x4x2x1"), std::invalid_argument);
 }

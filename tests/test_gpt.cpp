@@ -290,7 +290,7 @@ TEST_CASE("gpt: naive and cpu are complete tables, and fill_defaults fills and n
   CHECK(out1 == out2);
   CHECK_THAT(testing::error_of([&] { t.matvec_forward(nullptr, nullptr, kernels::WeightsView{}, nullptr, 1); }),
              Catch::Contains("the partial backend has no inference ops (matvec_forward)"));
-  CHECK_THAT(testing::error_of([&] { t.attention_decode(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 4, 1, 4); }),
+  CHECK_THAT(testing::error_of([&] { t.attention_decode(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 4, 1, 1, 4); }),
              Catch::Contains("the partial backend has no inference ops (attention_decode)"));
   // an op no default can stand for is named
   gpt::Backend u = gpt::naive_backend();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpt/backend_cuda.h"
+#include "gpt/infer.h"
 #include "gpt/model.h"
 #include "gpt/profile.h"
 #include "gpt/train.h"
@@ -385,4 +386,20 @@ TEST_CASE("gpt cuda (emulated): arch=llama (RMSNorm, RoPE, SwiGLU, grouped-query
     }
   }
   for (int step = 0; step < 3; ++step) CHECK(losses[1][step] == Approx(losses[0][step]).epsilon(1e-5));
+
+  // the KV-cache decoder (RoPE at the cache position, one KV head for two query heads): the
+  // cuda decoder's logits against the cpu decoder's, batch 2, a prefill of 4, then steps
+  const gpt::InferenceModel hm = gpt::pack_model(a, kernels::WeightFormat::f32);
+  const gpt::InferenceModel dm = gpt::pack_model(a, kernels::WeightFormat::f32, cuda->memory());
+  gpt::Decoder dh(hm, *cpu, 2), dd(dm, *cuda, 2);
+  const std::vector<float> p0 = dh.step(x.data(), 2, 4);  // the first 8 ids as two sequences of 4
+  const std::vector<float> p1 = dd.step(x.data(), 2, 4);
+  CHECK(rel_err(p1, p0) < 1e-5);
+  for (int t = 4; t < T; ++t) {
+    const int32_t pair[2] = {x[static_cast<size_t>(t)], x[static_cast<size_t>(T + t)]};
+    const std::vector<float> u = dh.step(pair, 2, 1);
+    const std::vector<float> w = dd.step(pair, 2, 1);
+    INFO("position " << t);
+    CHECK(rel_err(w, u) < 1e-5);
+  }
 }

@@ -83,7 +83,7 @@ DecodeResult decode_on(gpt::Backend& be, const std::vector<float>& qkv, const st
   dq.upload(qkv.data(), qkv.size());
   dk.upload(k0.data(), k0.size());
   dv.upload(v0.data(), v0.size());
-  be.attention_decode(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, maxT);
+  be.attention_decode(dout.data(), dk.data(), dv.data(), dq.data(), B, n, pos, C, NH, NH, maxT);
   be.synchronize();
   return {dout.to_vector(), dk.to_vector(), dv.to_vector()};
 }
@@ -133,7 +133,7 @@ TEST_CASE("gpt cuda infer: attention_decode agrees with the host", "[gpt][cuda][
       const std::vector<float> v0 = random_floats(static_cast<size_t>(B) * maxT * C, 6, -2.0f, 2.0f);
       DecodeResult want{std::vector<float>(static_cast<size_t>(B) * n * C), k0, v0};
       kernels::attention_decode_v1(want.out.data(), want.kcache.data(), want.vcache.data(), qkv.data(), B, n, pos, C,
-                                   NH, maxT);
+                                   NH, NH, maxT);
       const DecodeResult got = decode_on(*cuda, qkv, k0, v0, B, n, pos, C, NH, maxT);
       CHECK(max_abs_diff(got.out, want.out) < 1e-5);
       CHECK(got.kcache == want.kcache);  // copies: exact
@@ -170,7 +170,7 @@ TEST_CASE("gpt cuda infer: one position at a time equals all positions at once",
     for (int b = 0; b < B; ++b)
       std::copy_n(qkv.begin() + (static_cast<ptrdiff_t>(b) * T + t) * 3 * C, 3 * C, step.begin() + b * 3 * C);
     dq.upload(step.data(), step.size());
-    cuda->attention_decode(dout.data(), dk.data(), dv.data(), dq.data(), B, 1, t, C, NH, maxT);
+    cuda->attention_decode(dout.data(), dk.data(), dv.data(), dq.data(), B, 1, t, C, NH, NH, maxT);
     const std::vector<float> o = dout.to_vector();
     for (int b = 0; b < B; ++b)
       std::copy_n(o.begin() + b * C, C, one_by_one.begin() + (static_cast<ptrdiff_t>(b) * T + t) * C);
@@ -184,7 +184,7 @@ TEST_CASE("gpt cuda infer: bad sizes are nn::Error", "[gpt][cuda][infer]") {
   auto cuda = gpt::make_cuda_backend(kc::emulator(), "fp32");
   gpt::Array<float> buf(cuda->memory(), 1024);
   float* p = buf.data();
-  CHECK_THROWS_AS(cuda->attention_decode(p, p, p, p, 1, 2, 7, 8, 2, 8), nn::Error);  // pos + n > maxT
+  CHECK_THROWS_AS(cuda->attention_decode(p, p, p, p, 1, 2, 7, 8, 2, 2, 8), nn::Error);  // pos + n > maxT
   const kernels::WeightsView bad{kernels::WeightFormat::int4, 2, 40, p, p, nullptr};  // int4 cols % 32 != 0
   CHECK_THROWS_AS(cuda->matvec_forward(p, p, bad, nullptr, 1), nn::Error);
   // the plan names both inference ops

@@ -177,7 +177,7 @@ TEST_CASE("kv_cache: the same as the library's kernels::attention_decode_v1, one
     ex::kv_cache_append(kc.data(), vc.data(), row + C, row + 2 * C, pos, C);
     ex::kv_cache_attend(out.data(), row, kc.data(), vc.data(), pos, C, NH);
     // B = 1 sequence, n = 1 new position at pos: it appends and attends in one call
-    kernels::attention_decode_v1(lib_out.data(), lib_k.data(), lib_v.data(), row, 1, 1, pos, C, NH, T);
+    kernels::attention_decode_v1(lib_out.data(), lib_k.data(), lib_v.data(), row, 1, 1, pos, C, NH, NH, T);
     INFO("position " << pos << ": kernels::attention_decode_v1 appends qkv's k and v at pos and attends the same way");
     check(ex_test::compare("out", {out.data(), sz(C)}, ex_test::to_double(lib_out), 1e-5, 1e-4,
                            [&](size_t i) { return channel_of(i, C, NH); }));

@@ -8,7 +8,8 @@
 // (fp32 when left out), each number optionally with K or M: "int8:4Kx4K", "fp32:8x4096x4096".
 // The format is part of the size, not the variant: one problem holds one packed matrix.
 //
-// Also attention_decode (sizes "BxPOSxCxNH"): one new token per sequence over its KV cache.
+// Also attention_decode (sizes "BxPOSxCxNH[xNKV]"): one new token per sequence over its KV cache,
+// NKV grouped key/value heads.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -168,22 +169,38 @@ class MatvecProblem : public harness::Problem {
 };
 
 // ---- attention_decode ------------------------------------------------------------------------
-// Sizes "BxPOSxCxNH": B sequences with POS positions in the cache, one new position each
-// (generation), C channels in NH heads: "1x1024x768x12" is GPT-2 small at context 1024.
+// Sizes "BxPOSxCxNH[xNKV]": B sequences with POS positions in the cache, one new position each
+// (generation), C channels in NH query heads sharing NKV key/value heads (grouped-query
+// attention; NKV = NH when left out): "1x1024x768x12" is GPT-2 small at context 1024,
+// "1x1024x768x12x4" the same with 4 KV heads (a third of the cache).
 
-constexpr const char* kAttentionHelp = "BxPOSxCxNH (B sequences, POS cached positions, C channels, NH heads), "
-                                       "e.g. 1x1024x768x12";
+constexpr const char* kAttentionHelp = "BxPOSxCxNH[xNKV] (B sequences, POS cached positions, C channels, NH heads, "
+                                       "NKV key/value heads dividing NH, NH when left out), e.g. 1x1024x768x12 or "
+                                       "1x1024x768x12x4";
 
 std::vector<harness::Variant> attention_decode_variants() {
   std::vector<harness::Variant> out = harness::variants_of(attention_decode_versions());
   return out;
 }
 
+// B, POS, C, NH, NKV from a size (NKV = NH when the size has four numbers).
+std::vector<size_t> parse_attention_size(const std::string& size) {
+  const size_t count = std::count(size.begin(), size.end(), 'x') == 4 ? 5 : 4;
+  std::vector<size_t> d = parse_dims("attention_decode", size, count, kAttentionHelp);
+  if (d.size() == 4) d.push_back(d[3]);
+  if (d[2] % d[3] != 0)
+    throw std::invalid_argument("attention_decode size '" + size + "': C must be a multiple of NH");
+  if (d[3] % d[4] != 0)
+    throw std::invalid_argument("attention_decode size '" + size + "': NKV must divide NH");
+  return d;
+}
+
 class AttentionDecodeProblem : public harness::Problem {
  public:
-  AttentionDecodeProblem(int B, int pos, int C, int NH, uint64_t seed)
-      : B_(B), pos_(pos), C_(C), NH_(NH), maxT_(pos + 1), uC_(static_cast<size_t>(C)),
-        cache_(static_cast<size_t>(B) * static_cast<size_t>(maxT_) * uC_), qkv_(static_cast<size_t>(B) * 3 * uC_),
+  AttentionDecodeProblem(int B, int pos, int C, int NH, int NKV, uint64_t seed)
+      : B_(B), pos_(pos), C_(C), NH_(NH), NKV_(NKV), maxT_(pos + 1), uC_(static_cast<size_t>(C)),
+        uKV_(static_cast<size_t>(C / NH) * static_cast<size_t>(NKV)), width_(uC_ + 2 * uKV_),
+        cache_(static_cast<size_t>(B) * static_cast<size_t>(maxT_) * uKV_), qkv_(static_cast<size_t>(B) * width_),
         kcache_(cache_), vcache_(cache_), out_(static_cast<size_t>(B) * uC_), want_(out_.size()) {
     harness::fill_random(qkv_.span(), seed, -2.0f, 2.0f);
     harness::fill_random(kcache_.span(), seed + 1, -2.0f, 2.0f);
@@ -191,21 +208,23 @@ class AttentionDecodeProblem : public harness::Problem {
     // Every run writes the same new k, v at position pos: write them now, so the reference
     // sees the cache every run leaves.
     for (int b = 0; b < B; ++b) {
-      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(pos)) * uC_;
-      std::copy_n(qkv_.data() + static_cast<size_t>(b) * 3 * uC_ + uC_, uC_, kcache_.data() + at);
-      std::copy_n(qkv_.data() + static_cast<size_t>(b) * 3 * uC_ + 2 * uC_, uC_, vcache_.data() + at);
+      const size_t at = (static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(pos)) * uKV_;
+      std::copy_n(qkv_.data() + static_cast<size_t>(b) * width_ + uC_, uKV_, kcache_.data() + at);
+      std::copy_n(qkv_.data() + static_cast<size_t>(b) * width_ + uC_ + uKV_, uKV_, vcache_.data() + at);
     }
-    // Reference in double: softmax over t <= pos of q.k_t / sqrt(hs), then the sum of p_t v_t.
-    const int hs = C / NH;
+    // Reference in double: softmax over t <= pos of q.k_t / sqrt(hs), then the sum of p_t v_t,
+    // query head h reading KV head h / (NH / NKV).
+    const int hs = C / NH, group = NH / NKV;
     const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
     std::vector<double> p(static_cast<size_t>(pos + 1));
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < NH; ++h) {
         const size_t head = static_cast<size_t>(h) * static_cast<size_t>(hs);
-        const float* q = qkv_.data() + static_cast<size_t>(b) * 3 * uC_ + head;
+        const size_t kvh = static_cast<size_t>(h / group) * static_cast<size_t>(hs);
+        const float* q = qkv_.data() + static_cast<size_t>(b) * width_ + head;
         double mx = -1e300, sum = 0.0;
         for (int t = 0; t <= pos; ++t) {
-          const float* k = kcache_.data() + (static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(t)) * uC_ + head;
+          const float* k = kcache_.data() + (static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(t)) * uKV_ + kvh;
           double d = 0.0;
           for (int j = 0; j < hs; ++j) d += static_cast<double>(q[j]) * k[j];
           p[static_cast<size_t>(t)] = d * scale;
@@ -216,7 +235,7 @@ class AttentionDecodeProblem : public harness::Problem {
           double acc = 0.0;
           for (int t = 0; t <= pos; ++t)
             acc += p[static_cast<size_t>(t)] *
-                   vcache_.data()[(static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(t)) * uC_ + head + static_cast<size_t>(j)];
+                   vcache_.data()[(static_cast<size_t>(b) * static_cast<size_t>(maxT_) + static_cast<size_t>(t)) * uKV_ + kvh + static_cast<size_t>(j)];
           want_[static_cast<size_t>(b) * uC_ + head + static_cast<size_t>(j)] = acc / sum;
         }
       }
@@ -225,21 +244,24 @@ class AttentionDecodeProblem : public harness::Problem {
   std::string shape() const override {
     std::ostringstream os;
     os << "B=" << B_ << " pos=" << short_count(static_cast<size_t>(pos_)) << " C=" << C_ << " NH=" << NH_;
+    if (NKV_ != NH_) os << " NKV=" << NKV_;
     return os.str();
   }
-  // q.k and p v: 2 multiply-adds per cached channel per position.
+  // q.k and p v: 2 multiply-adds per query channel per position.
   double flops() const override { return 4.0 * static_cast<double>(B_) * static_cast<double>(pos_ + 1) * static_cast<double>(C_); }
-  // The K and V caches read once (the part that grows with the context), qkv in, out and the
-  // new k, v rows written.
-  double bytes(size_t /*variant*/) const override {
-    return 4.0 * (2.0 * static_cast<double>(cache_) + static_cast<double>(qkv_.size()) +
-                  static_cast<double>(out_.size()) * 3.0);
+  // The K and V caches read (the part that grows with the context), qkv in, out and the new
+  // k, v rows written. v1 and v2 read a KV head once per query head of its group (NH / NKV
+  // times: from memory once the cache outgrows the caches); v3 reads it once.
+  double bytes(size_t variant) const override {
+    const double reads = attention_decode_versions()[variant].number >= 3 ? 1.0 : static_cast<double>(NH_ / NKV_);
+    return 4.0 * (2.0 * static_cast<double>(cache_) * reads + static_cast<double>(qkv_.size()) +
+                  static_cast<double>(out_.size()) + 2.0 * static_cast<double>(B_) * static_cast<double>(uKV_));
   }
   bool flush_between_runs() const override { return !fits_in_cache(bytes(0)); }
 
   void run(size_t variant) override {
     attention_decode_versions()[variant].fn(out_.data(), kcache_.data(), vcache_.data(), qkv_.data(), B_, 1, pos_, C_,
-                                            NH_, maxT_);
+                                            NH_, NKV_, maxT_);
   }
 
   Check validate(size_t variant) override {
@@ -257,8 +279,8 @@ class AttentionDecodeProblem : public harness::Problem {
   }
 
  private:
-  int B_, pos_, C_, NH_, maxT_;
-  size_t uC_, cache_;
+  int B_, pos_, C_, NH_, NKV_, maxT_;
+  size_t uC_, uKV_, width_, cache_;
   GuardedBuffer qkv_, kcache_, vcache_, out_;
   std::vector<double> want_;
 };
@@ -271,20 +293,16 @@ harness::OpBench attention_decode_bench() {
   op.summary = "one new position per sequence attends over its KV cache: bytes of the cache per token";
   op.size_help = kAttentionHelp;
   // GPT-2 small's attention (C = 768, 12 heads) at contexts 1024 (6 MB of cache) and 8192
-  // (50 MB), and 8 sequences at 1024.
-  op.default_sizes = {"1x1024x768x12", "1x8192x768x12", "8x1024x768x12"};
-  op.quick_sizes = {"2x37x36x3", "1x5x64x2"};
+  // (50 MB), and 8 sequences at 1024; at 8192 also with 4 KV heads and 1 (multi-query).
+  op.default_sizes = {"1x1024x768x12", "1x8192x768x12", "8x1024x768x12", "1x8192x768x12x4", "1x8192x768x12x1"};
+  op.quick_sizes = {"2x37x36x3", "1x5x64x2", "2x37x48x4x2", "1x5x64x4x1"};
   op.variants = attention_decode_variants();
-  op.check_size = [](const std::string& size) {
-    const std::vector<size_t> d = parse_dims("attention_decode", size, 4, kAttentionHelp);
-    if (d[2] % d[3] != 0)
-      throw std::invalid_argument("attention_decode size '" + size + "': C must be a multiple of NH");
-  };
-  op.make = [check = op.check_size](const std::string& size, uint64_t seed) -> std::unique_ptr<harness::Problem> {
-    check(size);
-    const std::vector<size_t> d = parse_dims("attention_decode", size, 4, kAttentionHelp);
+  op.check_size = [](const std::string& size) { parse_attention_size(size); };
+  op.make = [](const std::string& size, uint64_t seed) -> std::unique_ptr<harness::Problem> {
+    const std::vector<size_t> d = parse_attention_size(size);
     return std::make_unique<AttentionDecodeProblem>(static_cast<int>(d[0]), static_cast<int>(d[1]),
-                                                    static_cast<int>(d[2]), static_cast<int>(d[3]), seed);
+                                                    static_cast<int>(d[2]), static_cast<int>(d[3]),
+                                                    static_cast<int>(d[4]), seed);
   };
   return op;
 }

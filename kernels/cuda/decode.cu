@@ -25,7 +25,9 @@
 //                       aligned) take a scalar path: lanes stride the row one weight each.
 //
 // attention_decode: append the n new k, v rows to the caches, then each new query attends
-// over positions 0 .. pos+i.
+// over positions 0 .. pos+i. Grouped-query heads (kernels/decode.h): qkv rows are
+// [q (C) | k (KV) | v (KV)], KV = NKV * hs, the caches (B, maxT, KV), query head h reads KV
+// head h / (NH / NKV); NKV = NH is the multi-head layout, the same arithmetic as before.
 //   v1 naive            an append kernel (one thread per new float of k and v), then one
 //                       thread per (b, i, h): pass 1 the max score, pass 2 the exponentials'
 //                       sum and the weighted sum of v accumulated in out, pass 3 out /= sum.
@@ -39,7 +41,10 @@
 //                       (online_merge); the running output (lanes over the head dimension,
 //                       coalesced v reads) is rescaled by exp(old max - new max), then the
 //                       chunk's exp(score - max) v added. Shared memory is O(chunk + hs) per
-//                       warp whatever the cache length. No atomics: deterministic.
+//                       warp whatever the cache length. No atomics: deterministic. With
+//                       grouped heads the warp of the first query head of each group
+//                       appends the group's KV slice (the others read those positions
+//                       from qkv, as every warp does).
 // Figures: not yet measured on a GPU.
 //
 // Oldest GPU: compute capability 5.0 for every version of both ops (NNLAB_SM_MAXWELL: shared
@@ -290,22 +295,23 @@ __global__ void __launch_bounds__(kRowBlock)
 
 // ---- attention_decode ------------------------------------------------------------------------
 
-// v1, step 1: one thread per float of the new rows: k, v of qkv (B, n, 3C) into the caches.
-__global__ void append_kv_kernel(float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+// v1, step 1: one thread per float of the new rows: k, v of qkv (B, n, C + 2 KV) into the
+// caches (B, maxT, KV).
+__global__ void append_kv_kernel(float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C, int KV,
                                  int maxT) {
-  const size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // (b * n + i) * C + c
-  const size_t uC = static_cast<size_t>(C);
-  if (e >= static_cast<size_t>(B) * static_cast<size_t>(n) * uC) return;
-  const size_t bi = e / uC, c = e % uC;
+  const size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // (b * n + i) * KV + c
+  const size_t uC = static_cast<size_t>(C), uKV = static_cast<size_t>(KV), width = uC + 2 * uKV;
+  if (e >= static_cast<size_t>(B) * static_cast<size_t>(n) * uKV) return;
+  const size_t bi = e / uKV, c = e % uKV;
   const size_t b = bi / static_cast<size_t>(n), i = bi % static_cast<size_t>(n);
-  const size_t at = (b * static_cast<size_t>(maxT) + static_cast<size_t>(pos) + i) * uC + c;
-  kcache[at] = qkv[bi * 3 * uC + uC + c];
-  vcache[at] = qkv[bi * 3 * uC + 2 * uC + c];
+  const size_t at = (b * static_cast<size_t>(maxT) + static_cast<size_t>(pos) + i) * uKV + c;
+  kcache[at] = qkv[bi * width + uC + c];
+  vcache[at] = qkv[bi * width + uC + uKV + c];
 }
 
 // v1, step 2: thread (b, i, h) over the (already appended) caches, three passes.
 __global__ void attention_decode_v1_kernel(float* out, const float* kcache, const float* vcache, const float* qkv,
-                                           int B, int n, int pos, int C, int NH, int maxT) {
+                                           int B, int n, int pos, int C, int NH, int NKV, int maxT) {
   const size_t item = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // (b * n + i) * NH + h
   if (item >= static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH)) return;
   const int h = static_cast<int>(item % static_cast<size_t>(NH));
@@ -314,26 +320,28 @@ __global__ void attention_decode_v1_kernel(float* out, const float* kcache, cons
   const size_t b = bi / static_cast<size_t>(n);
   const int hs = C / NH;
   const size_t uC = static_cast<size_t>(C), off = static_cast<size_t>(h) * static_cast<size_t>(hs);
+  const size_t uKV = static_cast<size_t>(NKV) * static_cast<size_t>(hs);
+  const size_t kvoff = static_cast<size_t>(h / (NH / NKV)) * static_cast<size_t>(hs);  // its KV head
   const float scale = 1.0f / sqrtf(static_cast<float>(hs));
-  const float* q = qkv + bi * 3 * uC + off;
-  const float* kb = kcache + b * static_cast<size_t>(maxT) * uC + off;  // row t at kb + t * C
-  const float* vb = vcache + b * static_cast<size_t>(maxT) * uC + off;
+  const float* q = qkv + bi * (uC + 2 * uKV) + off;
+  const float* kb = kcache + b * static_cast<size_t>(maxT) * uKV + kvoff;  // row t at kb + t * KV
+  const float* vb = vcache + b * static_cast<size_t>(maxT) * uKV + kvoff;
   float* o = out + bi * uC + off;
   const int len = pos + i + 1;
   float mx = -FLT_MAX;
   for (int t = 0; t < len; ++t) {
     float d = 0.0f;
-    for (int j = 0; j < hs; ++j) d += q[j] * kb[static_cast<size_t>(t) * uC + j];
+    for (int j = 0; j < hs; ++j) d += q[j] * kb[static_cast<size_t>(t) * uKV + j];
     mx = fmaxf(mx, d * scale);
   }
   for (int j = 0; j < hs; ++j) o[j] = 0.0f;
   float sum = 0.0f;
   for (int t = 0; t < len; ++t) {
     float d = 0.0f;
-    for (int j = 0; j < hs; ++j) d += q[j] * kb[static_cast<size_t>(t) * uC + j];
+    for (int j = 0; j < hs; ++j) d += q[j] * kb[static_cast<size_t>(t) * uKV + j];
     const float p = expf(d * scale - mx);
     sum += p;
-    for (int j = 0; j < hs; ++j) o[j] += p * vb[static_cast<size_t>(t) * uC + j];
+    for (int j = 0; j < hs; ++j) o[j] += p * vb[static_cast<size_t>(t) * uKV + j];
   }
   for (int j = 0; j < hs; ++j) o[j] /= sum;
 }
@@ -346,7 +354,7 @@ constexpr int kMaxDimsPerLane = 8;         // v2: hs <= 256
 // vec4: hs % 4 == 0 and the caches and qkv 16-byte aligned (C % 4 == 0 too): float4 k reads.
 __global__ void __launch_bounds__(kHeadWarps * 32)
     attention_decode_v2_kernel(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos,
-                               int C, int NH, int maxT, bool vec4) {
+                               int C, int NH, int NKV, int maxT, bool vec4) {
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const size_t item = static_cast<size_t>(blockIdx.x) * kHeadWarps + static_cast<size_t>(warp);
@@ -355,18 +363,23 @@ __global__ void __launch_bounds__(kHeadWarps * 32)
   const size_t bi = item / static_cast<size_t>(NH);
   const int i = static_cast<int>(bi % static_cast<size_t>(n));
   const size_t b = bi / static_cast<size_t>(n);
-  const int hs = C / NH;
+  const int hs = C / NH, group = NH / NKV;
   const size_t uC = static_cast<size_t>(C), off = static_cast<size_t>(h) * static_cast<size_t>(hs);
-  const float* row = qkv + bi * 3 * uC;  // this query's q, k, v
+  const size_t uKV = static_cast<size_t>(NKV) * static_cast<size_t>(hs), width = uC + 2 * uKV;
+  const size_t kvoff = static_cast<size_t>(h / group) * static_cast<size_t>(hs);  // its KV head's slice
+  const bool appends = h % group == 0;  // the group's first query head writes the group's k, v
+  const float* row = qkv + bi * width;  // this query's q, k, v
   float* qs = dynamic_shared<float>() + static_cast<size_t>(warp) * static_cast<size_t>(hs + kChunk);
   float* scores = qs + hs;
 
   // Append this head's slice of the new k, v rows; stage q / sqrt(hs).
   const float scale = 1.0f / sqrtf(static_cast<float>(hs));
-  const size_t at = (b * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uC + off;
+  const size_t at = (b * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i)) * uKV + kvoff;
   for (int j = lane; j < hs; j += 32) {
-    kcache[at + j] = row[uC + off + j];
-    vcache[at + j] = row[2 * uC + off + j];
+    if (appends) {
+      kcache[at + j] = row[uC + kvoff + j];
+      vcache[at + j] = row[uC + uKV + kvoff + j];
+    }
     qs[j] = row[off + j] * scale;
   }
   __syncwarp();
@@ -374,12 +387,12 @@ __global__ void __launch_bounds__(kHeadWarps * 32)
   // Position t's k (or v: +C): the cache below pos (never written by this launch), qkv's new
   // rows from pos on (another warp may be writing them to the cache right now).
   auto key = [&](int t) -> const float* {
-    return t < pos ? kcache + (b * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uC + off
-                   : qkv + (b * static_cast<size_t>(n) + static_cast<size_t>(t - pos)) * 3 * uC + uC + off;
+    return t < pos ? kcache + (b * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uKV + kvoff
+                   : qkv + (b * static_cast<size_t>(n) + static_cast<size_t>(t - pos)) * width + uC + kvoff;
   };
   auto value = [&](int t) -> const float* {
-    return t < pos ? vcache + (b * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uC + off
-                   : qkv + (b * static_cast<size_t>(n) + static_cast<size_t>(t - pos)) * 3 * uC + 2 * uC + off;
+    return t < pos ? vcache + (b * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uKV + kvoff
+                   : qkv + (b * static_cast<size_t>(n) + static_cast<size_t>(t - pos)) * width + uC + uKV + kvoff;
   };
 
   float m = -FLT_MAX, s = 0.0f;  // the running (max, sum) over the chunks so far
@@ -448,11 +461,12 @@ void check_matvec(const char* op, const WeightsView& w, int n) {
   }
 }
 
-void check_attention_decode(const char* op, int B, int n, int pos, int C, int NH, int maxT) {
-  if (B < 0 || n < 0 || pos < 0 || C < 1 || NH < 1 || C % NH != 0 || pos + n > maxT) {
+void check_attention_decode(const char* op, int B, int n, int pos, int C, int NH, int NKV, int maxT) {
+  if (B < 0 || n < 0 || pos < 0 || C < 1 || NH < 1 || C % NH != 0 || NKV < 1 || NH % NKV != 0 || pos + n > maxT) {
     throw Error(std::string(op) + ": bad sizes B=" + std::to_string(B) + " n=" + std::to_string(n) + " pos=" +
-                std::to_string(pos) + " C=" + std::to_string(C) + " NH=" + std::to_string(NH) + " maxT=" +
-                std::to_string(maxT) + " (needs C % NH == 0 and pos + n <= maxT)");
+                std::to_string(pos) + " C=" + std::to_string(C) + " NH=" + std::to_string(NH) + " NKV=" +
+                std::to_string(NKV) + " maxT=" + std::to_string(maxT) +
+                " (needs C % NH == 0, NH % NKV == 0 and pos + n <= maxT)");
   }
 }
 
@@ -490,21 +504,22 @@ void matvec_v2(float* y, const float* x, const WeightsView& w, const float* bias
 }
 
 void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                         int NH, int maxT) {
-  check_attention_decode("attention_decode v1", B, n, pos, C, NH, maxT);
-  const size_t appended = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(C);
+                         int NH, int NKV, int maxT) {
+  check_attention_decode("attention_decode v1", B, n, pos, C, NH, NKV, maxT);
+  const int KV = C / NH * NKV;
+  const size_t appended = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(KV);
   if (appended == 0) return;
   launch("append_kv_kernel", append_kv_kernel, dim3(static_cast<unsigned>((appended + kBlock - 1) / kBlock)),
-         dim3(kBlock), 0, kcache, vcache, qkv, B, n, pos, C, maxT);
+         dim3(kBlock), 0, kcache, vcache, qkv, B, n, pos, C, KV, maxT);
   const size_t items = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH);
   launch("attention_decode_v1_kernel", attention_decode_v1_kernel,
          dim3(static_cast<unsigned>((items + kBlock - 1) / kBlock)), dim3(kBlock), 0, out,
-         static_cast<const float*>(kcache), static_cast<const float*>(vcache), qkv, B, n, pos, C, NH, maxT);
+         static_cast<const float*>(kcache), static_cast<const float*>(vcache), qkv, B, n, pos, C, NH, NKV, maxT);
 }
 
 void attention_decode_v2(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                         int NH, int maxT) {
-  check_attention_decode("attention_decode v2", B, n, pos, C, NH, maxT);
+                         int NH, int NKV, int maxT) {
+  check_attention_decode("attention_decode v2", B, n, pos, C, NH, NKV, maxT);
   const int hs = C / NH;
   if (hs > 32 * kMaxDimsPerLane) {
     throw Error("attention_decode v2: head size " + std::to_string(hs) + " is more than its " +
@@ -513,11 +528,13 @@ void attention_decode_v2(float* out, float* kcache, float* vcache, const float* 
   }
   const size_t items = static_cast<size_t>(B) * static_cast<size_t>(n) * static_cast<size_t>(NH);
   if (items == 0) return;
+  // k rows start at multiples of KV (cache) and C + 2 KV (qkv): C % 4 == 0 and hs % 4 == 0
+  // keep every float4 read aligned
   const bool vec4 = hs % 4 == 0 && aligned16(kcache) && aligned16(qkv) && C % 4 == 0;
   const size_t smem = static_cast<size_t>(kHeadWarps) * static_cast<size_t>(hs + kChunk) * sizeof(float);
   launch("attention_decode_v2_kernel", attention_decode_v2_kernel,
          dim3(static_cast<unsigned>((items + kHeadWarps - 1) / kHeadWarps)), dim3(kHeadWarps * 32), smem, out, kcache,
-         vcache, qkv, B, n, pos, C, NH, maxT, vec4);
+         vcache, qkv, B, n, pos, C, NH, NKV, maxT, vec4);
 }
 
 void add_decode(Kernels& k) {

@@ -164,10 +164,11 @@ using SwigluBackwardFn = void (*)(float* dgate, float* dup, const float* dout, c
 // and dequantised on the fly; w's pointers are device pointers. y assigned.
 using MatvecFn = void (*)(float* y, const float* x, const kernels::WeightsView& w, const float* bias, int n);
 // Attention of n new positions over a KV cache (kernels::attention_decode's meaning, same
-// layouts): writes k, v of qkv (B, n, 3C) into kcache, vcache (B, maxT, C) at [pos, pos+n),
-// then out (B, n, C) = each new query's causal attention over positions 0 .. pos+i.
+// layouts, grouped-query heads: KV = NKV * hs): writes k, v of qkv (B, n, C + 2 KV) into
+// kcache, vcache (B, maxT, KV) at [pos, pos+n), then out (B, n, C) = each new query's causal
+// attention over positions 0 .. pos+i, query head h reading KV head h / (NH / NKV).
 using AttentionDecodeFn = void (*)(float* out, float* kcache, float* vcache, const float* qkv, int B, int n,
-                                   int pos, int C, int NH, int maxT);
+                                   int pos, int C, int NH, int NKV, int maxT);
 // Not an op: the FP32 FLOP ceiling (kernels/cuda/ceilings.cu). `blocks` x `threads` threads
 // each run `iters` rounds of independent FMA chains and write one float to out; returns the
 // FLOPs launched.

@@ -6,6 +6,8 @@
 //         the tool behind the Hugging Face comparison (tests/python/test_bpe_hf.py) and the
 //         speed record (scripts/bench_bpe.py, docs/benchmarks/bpe-vs-tokenizers.md):
 //         --save-tokenizer / --load-tokenizer (tokenizer.json), --write-ids, --repeats.
+//   gqa   grouped-query attention: KV-cache bytes per token for each NKV, decode attention's
+//         time against the context, the bandwidth law (gqa_part.cpp)
 //   all   every part, in that order
 #pragma once
 
@@ -13,10 +15,12 @@
 
 #include <string>
 
+#include "lessons/11-modern/gqa_part.h"
+
 namespace lesson11 {
 
 struct Options {
-  std::string part = "all";  // bpe | all
+  std::string part = "all";  // bpe | gqa | all
   std::string data;          // the corpus (default: Tiny Shakespeare, else the Debian fallback)
   // bpe
   int vocab_size = 1024;            // specials + 256 bytes + merges
@@ -25,6 +29,7 @@ struct Options {
   std::string load_tokenizer;       // use this tokenizer.json instead of training
   std::string write_ids;            // write the corpus's ids here, as JSON [id, ...]
   int repeats = 3;                  // timed encodes (the median is printed)
+  GqaOptions gqa;                   // part gqa (gqa_part.h)
 };
 
 void add_options(CLI::App& app, Options& opts);

@@ -9,7 +9,8 @@
 // of int4: far past any L2), where the time is the weights' bytes over the bandwidth: the
 // point is the % of measured DRAM bandwidth. The reference is kernels::matvec_v1 (host).
 //
-// attention_decode sizes: "B=<b> n=<n> pos=<pos> C=<c> NH=<nh>"; the caches have
+// attention_decode sizes: "B=<b> n=<n> pos=<pos> C=<c> NH=<nh> [NKV=<nkv>]" (NKV, the
+// grouped-query KV heads, defaults to NH: multi-head attention); the caches have
 // maxT = pos + n + 2 rows (two rows past the new ones that must come back untouched). The
 // reference is kernels::attention_decode_v1 (host, scores in double).
 #include <algorithm>
@@ -161,26 +162,27 @@ class MatvecProblem final : public Problem {
 // ---- attention over a KV cache ---------------------------------------------------------------
 
 struct DecodeSize {
-  int B = 0, n = 0, pos = 0, C = 0, NH = 0;
+  int B = 0, n = 0, pos = 0, C = 0, NH = 0, NKV = 0;
   int maxT() const { return pos + n + 2; }
+  int KV() const { return C / NH * NKV; }  // floats per cache row
 };
 
 DecodeSize parse_decode(const std::string& size) {
-  const std::string help = "'B=<b> n=<n> pos=<pos> C=<c> NH=<nh>', e.g. 'B=1 n=1 pos=1023 C=384 NH=6'";
+  const std::string help = "'B=<b> n=<n> pos=<pos> C=<c> NH=<nh> [NKV=<nkv>]', e.g. 'B=1 n=1 pos=1023 C=384 NH=6'";
   auto bad = [&](const std::string& why) {
     return std::invalid_argument("attention_decode size '" + size + "': " + why + "; write " + help);
   };
   DecodeSize d;
-  int* fields[] = {&d.B, &d.n, &d.pos, &d.C, &d.NH};
-  const char* names[] = {"B", "n", "pos", "C", "NH"};
-  bool seen[5] = {false, false, false, false, false};
+  int* fields[] = {&d.B, &d.n, &d.pos, &d.C, &d.NH, &d.NKV};
+  const char* names[] = {"B", "n", "pos", "C", "NH", "NKV"};
+  bool seen[6] = {false, false, false, false, false, false};
   for (const std::string& w : words(size)) {
     const size_t eq = w.find('=');
     if (eq == std::string::npos) throw bad("'" + w + "' is not name=value");
     const std::string key = w.substr(0, eq), value = w.substr(eq + 1);
     int k = 0;
-    while (k < 5 && key != names[k]) ++k;
-    if (k == 5) throw bad("unknown name '" + key + "'");
+    while (k < 6 && key != names[k]) ++k;
+    if (k == 6) throw bad("unknown name '" + key + "'");
     if (value.empty() || value.size() > 9 || !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
       throw bad("'" + w + "' needs a whole number");
     *fields[k] = std::stoi(value);
@@ -190,7 +192,9 @@ DecodeSize parse_decode(const std::string& size) {
     if (!seen[k]) throw bad(std::string("no ") + names[k]);
   if (d.B < 1 || d.n < 1 || d.C < 1 || d.NH < 1) throw bad("B, n, C and NH must be at least 1");
   if (d.C % d.NH != 0) throw bad("C is not divisible by NH");
-  if (static_cast<double>(d.B) * d.maxT() * d.C > double{1 << 30}) throw bad("the caches would exceed 2^30 floats");
+  if (!seen[5]) d.NKV = d.NH;
+  if (d.NKV < 1 || d.NH % d.NKV != 0) throw bad("NKV must be at least 1 and divide NH");
+  if (static_cast<double>(d.B) * d.maxT() * d.KV() > double{1 << 30}) throw bad("the caches would exceed 2^30 floats");
   return d;
 }
 
@@ -202,18 +206,19 @@ class AttentionDecodeProblem final : public Problem {
  public:
   AttentionDecodeProblem(Device& dev, const DecodeSize& d, uint64_t seed) : dev_(dev), d_(d) {
     const size_t uC = static_cast<size_t>(d.C), B = static_cast<size_t>(d.B), n = static_cast<size_t>(d.n);
-    const size_t cache = B * static_cast<size_t>(d.maxT()) * uC;
+    const size_t uKV = static_cast<size_t>(d.KV());
+    const size_t cache = B * static_cast<size_t>(d.maxT()) * uKV;
     // [-3, 3]: peaked softmax rows (as bench/attention.cpp), so the max subtraction and the
     // online rescaling matter.
     std::vector<float> qkv;
-    qkv_ = random_buffer(dev, B * n * 3 * uC, seed, -3.0f, 3.0f, &qkv);
+    qkv_ = random_buffer(dev, B * n * (uC + 2 * uKV), seed, -3.0f, 3.0f, &qkv);
     k0_.assign(cache, kUnwritten);
     v0_.assign(cache, kUnwritten);
     harness::Random rng(seed + 1);
     for (size_t b = 0; b < B; ++b) {
-      for (size_t e = 0; e < static_cast<size_t>(d.pos) * uC; ++e) {
-        k0_[b * static_cast<size_t>(d.maxT()) * uC + e] = rng.uniform(-3.0f, 3.0f);
-        v0_[b * static_cast<size_t>(d.maxT()) * uC + e] = rng.uniform(-3.0f, 3.0f);
+      for (size_t e = 0; e < static_cast<size_t>(d.pos) * uKV; ++e) {
+        k0_[b * static_cast<size_t>(d.maxT()) * uKV + e] = rng.uniform(-3.0f, 3.0f);
+        v0_[b * static_cast<size_t>(d.maxT()) * uKV + e] = rng.uniform(-3.0f, 3.0f);
       }
     }
     kcache_ = Array<float>(dev, k0_, kernels::uninitialized);
@@ -221,7 +226,8 @@ class AttentionDecodeProblem final : public Problem {
     out_ = Array<float>(dev, B * n * uC, kernels::uninitialized);
 
     std::vector<float> out(B * n * uC), kc = k0_, vc = v0_;
-    kernels::attention_decode_v1(out.data(), kc.data(), vc.data(), qkv.data(), d.B, d.n, d.pos, d.C, d.NH, d.maxT());
+    kernels::attention_decode_v1(out.data(), kc.data(), vc.data(), qkv.data(), d.B, d.n, d.pos, d.C, d.NH, d.NKV,
+                                 d.maxT());
     want_out_.assign(out.begin(), out.end());
     want_k_.assign(kc.begin(), kc.end());
     want_v_.assign(vc.begin(), vc.end());
@@ -229,8 +235,9 @@ class AttentionDecodeProblem final : public Problem {
 
   std::string shape() const override {
     std::ostringstream os;
-    os << "B=" << d_.B << " n=" << d_.n << " pos=" << d_.pos << " C=" << d_.C << " NH=" << d_.NH
-       << " (hs=" << d_.C / d_.NH << ")";
+    os << "B=" << d_.B << " n=" << d_.n << " pos=" << d_.pos << " C=" << d_.C << " NH=" << d_.NH;
+    if (d_.NKV != d_.NH) os << " NKV=" << d_.NKV;
+    os << " (hs=" << d_.C / d_.NH << ")";
     return os.str();
   }
   // q.k and p.v: 2 hs multiply-adds per (query, head, position), query i seeing pos + i + 1
@@ -240,15 +247,16 @@ class AttentionDecodeProblem final : public Problem {
     for (int i = 0; i < d_.n; ++i) positions += d_.pos + i + 1;
     return 4.0 * d_.B * static_cast<double>(d_.C) * positions;
   }
-  // The cache's pos earlier k and v rows read once (the n queries of one sequence share
-  // them through the cache), qkv read, out written, the n new k, v rows written.
+  // The cache's pos earlier k and v rows read once (the n queries of one sequence, and the
+  // query heads of a group, share them through the cache), qkv read, out written, the n new
+  // k, v rows written. KV = C when NKV = NH.
   double bytes(size_t) const override {
-    const double C = d_.C, B = d_.B, n = d_.n;
-    return 4.0 * (2.0 * B * d_.pos * C + B * n * 3.0 * C + B * n * C + 2.0 * B * n * C);
+    const double C = d_.C, KV = d_.KV(), B = d_.B, n = d_.n;
+    return 4.0 * (2.0 * B * d_.pos * KV + B * n * (C + 2.0 * KV) + B * n * C + 2.0 * B * n * KV);
   }
   void run(size_t v) override {
     dev_.kernels().attention_decode.at(v).fn(out_.data(), kcache_.data(), vcache_.data(), qkv_.data(), d_.B, d_.n,
-                                              d_.pos, d_.C, d_.NH, d_.maxT());
+                                              d_.pos, d_.C, d_.NH, d_.NKV, d_.maxT());
   }
   Check validate(size_t v) override {
     // Fresh caches every time: a version that forgot to append must not find a previous
@@ -309,11 +317,17 @@ Op attention_decode_op() {
                "head with an online softmax across lanes";
   // nanoGPT-sized (C = 384, 6 heads) at the end of a 1024 context; k = 4 drafts verified at
   // once; GPT-2 small's C and heads at 16 sequences x 4096 positions (400 MB of cache).
-  op.sizes = {"B=1 n=1 pos=1023 C=384 NH=6", "B=1 n=4 pos=1020 C=384 NH=6", "B=16 n=1 pos=4095 C=768 NH=12"};
+  // The same at 4 and 1 KV heads (grouped-query and multi-query: a third and a twelfth of the cache).
+  op.sizes = {"B=1 n=1 pos=1023 C=384 NH=6", "B=1 n=4 pos=1020 C=384 NH=6", "B=16 n=1 pos=4095 C=768 NH=12",
+              "B=16 n=1 pos=4095 C=768 NH=12 NKV=4", "B=16 n=1 pos=4095 C=768 NH=12 NKV=1"};
   // hs = 16, 32, 12 (not a multiple of 4: v2's scalar dot), 64 with 300 positions (two of
   // v2's 256-position chunks), pos = 0 (a prompt: only new positions).
+  // Grouped-query heads: NKV = NH / 2 and 1 (MQA), n = 1 and > 1, pos = 0 and > 0, hs = 12
+  // (scalar) and 16 (float4), 300 positions with NKV = 1 (chunks and a shared KV head).
   op.test_sizes = {"B=2 n=1 pos=37 C=64 NH=4", "B=1 n=3 pos=70 C=96 NH=3", "B=3 n=2 pos=5 C=24 NH=2",
-                   "B=1 n=1 pos=300 C=128 NH=2", "B=1 n=5 pos=0 C=48 NH=3"};
+                   "B=1 n=1 pos=300 C=128 NH=2", "B=1 n=5 pos=0 C=48 NH=3",
+                   "B=2 n=1 pos=37 C=64 NH=4 NKV=2", "B=2 n=3 pos=0 C=64 NH=4 NKV=2", "B=2 n=2 pos=9 C=48 NH=4 NKV=1",
+                   "B=1 n=1 pos=0 C=48 NH=4 NKV=1", "B=1 n=3 pos=300 C=128 NH=8 NKV=1", "B=3 n=1 pos=20 C=72 NH=6 NKV=3"};
   op.variants = [](Device& dev) { return variants_of(dev.kernels().attention_decode); };
   op.make = [](Device& dev, const std::string& size, uint64_t seed) -> std::unique_ptr<Problem> {
     return std::make_unique<AttentionDecodeProblem>(dev, parse_decode(size), seed);
