@@ -66,6 +66,9 @@ TEST_CASE("lesson11 gqa: conclusions follow the numbers", "[lesson11][gqa]") {
     const std::string s = joined(lesson11::gqa_conclusions(pts, bw, 64.0 * (1 << 20), 12));
     INFO(s);
     CHECK_THAT(s, Contains("the DRAM law was not tested") && Contains("faster than the DRAM law says"));
+    // 1.5 MiB over 256 x 12 pairs: 512 bytes a pair, 51.2 ns at 10 GB/s; the pair took 17.1 ns
+    CHECK_THAT(s, Contains("pair took 17.1 ns") && Contains("takes 51.2 ns at 10.0 GB/s") &&
+                      Contains("down to NKV ~ 4.0") && Contains("save bytes but little time"));
   }
 }
 

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -65,6 +66,9 @@ void add_gqa_options(CLI::App& app, GqaOptions& o) {
   app.add_option("--gqa-threads", o.threads, "gqa: threads for the timings and the bandwidth (0: all)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
+  app.add_flag("--gqa-cpu-time", o.cpu_time,
+               "gqa: time with the calling thread's CPU clock, not the wall clock (needs --gqa-threads 1): on a busy "
+               "machine it leaves out the time the thread waited for a core (memory contention stays in)");
   app.add_option("--json", o.json, "gqa: write the measurements and conclusions as JSON to this file");
 }
 
@@ -96,15 +100,22 @@ double load_average() {
 
 // Median seconds of one call of `fn` (after one untimed call): at least 3 calls, more until
 // `seconds` have passed (at most 200).
+// The calling thread's CPU time in seconds (what --gqa-cpu-time measures with).
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 template <class Fn>
-double median_seconds(Fn&& fn, double seconds) {
+double median_seconds(Fn&& fn, double seconds, bool cpu_clock) {
   fn();
   std::vector<double> t;
   const double start = kernels::now_seconds();
   while (t.size() < 3 || (t.size() < 200 && kernels::now_seconds() - start < seconds)) {
-    const double t0 = kernels::now_seconds();
+    const double t0 = cpu_clock ? thread_cpu_seconds() : kernels::now_seconds();
     fn();
-    t.push_back(kernels::now_seconds() - t0);
+    t.push_back((cpu_clock ? thread_cpu_seconds() : kernels::now_seconds()) - t0);
   }
   return median(t);
 }
@@ -132,6 +143,31 @@ std::vector<std::string> gqa_conclusions(const std::vector<GqaPoint>& points, do
   std::sort(batches.begin(), batches.end());
   const std::string bw = fmt(bandwidth / 1e9, 1) + " GB/s";
   const std::string llc = bytes_str(llc_bytes);
+
+  // 0. the arithmetic's floor: at the shortest context the cache sits in the faster caches,
+  // and a step costs its (query head, position) pairs' dot, exp and axpy
+  {
+    const GqaPoint* small = nullptr;
+    for (const GqaPoint& p : points)
+      if (p.kv_heads == heads && (small == nullptr || p.context < small->context ||
+                                  (p.context == small->context && p.batch < small->batch)))
+        small = &p;
+    if (small != nullptr && small->in_cache) {
+      const double pairs = static_cast<double>(small->batch) * small->context * heads;
+      const double ns_pair = small->us_per_step * 1e3 / pairs;
+      const double bytes_pair_mha = small->cache_bytes / pairs;  // 2 hs 4 at NKV = NH
+      const double ns_bytes_mha = bytes_pair_mha / bandwidth * 1e9;
+      const double crossover = heads * ns_pair / ns_bytes_mha;  // NKV where bytes / bandwidth = arithmetic
+      out.push_back("  - the arithmetic: at T = " + std::to_string(small->context) + " (cache in the faster caches) a "
+                    "(query head, position) pair took " + fmt(ns_pair, 1) + " ns (q.k, exp, p v); streaming its k, v (" +
+                    fmt(bytes_pair_mha, 0) + " bytes at NKV = NH, NKV / NH of that with grouped heads) from DRAM takes " +
+                    fmt(ns_bytes_mha, 1) + " ns at " + bw + ". So the bytes set the time down to NKV ~ " +
+                    fmt(crossover, 1) + ", the arithmetic below: " +
+                    (crossover >= heads ? "on this machine even NKV = NH is compute-bound."
+                                        : crossover < 1.0 ? "on this machine even MQA stays bandwidth-bound."
+                                                          : "fewer KV heads than that save bytes but little time."));
+    }
+  }
 
   for (const int B : batches) {
     std::vector<const GqaPoint*> row;  // the longest context, every NKV, most KV heads first
@@ -258,6 +294,8 @@ int run_gqa_part(const Options& all) {
   const int saved_threads = omp_get_max_threads();
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const int threads = omp_get_max_threads();
+  NN_CHECK(!o.cpu_time || threads == 1, "part gqa: --gqa-cpu-time needs --gqa-threads 1 (the CPU clock of one thread "
+                                        "would miss the others' work)");
   const double llc = static_cast<double>(kernels::last_level_cache_bytes());
   const auto triad = static_cast<size_t>(std::max(2.0 * llc, 32.0 * (1 << 20)));
   const double bw = kernels::measure_triad_bandwidth(threads, triad, 0.2);
@@ -280,7 +318,8 @@ int run_gqa_part(const Options& all) {
             << fmt(bw1 / 1e9, 2) << " GB/s on 1. Last-level cache: " << bytes_str(llc) << ".\n"
             << "Timed: kernels::attention_decode (v3: " << kernels::attention_decode_versions().back().summary
             << "), one layer, one new token per sequence at position T-1, " << threads << " thread"
-            << (threads == 1 ? "" : "s") << ";\nthe median of at least 3 calls over " << o.seconds
+            << (threads == 1 ? "" : "s") << ", " << (o.cpu_time ? "the thread's CPU clock" : "the wall clock")
+            << ";\nthe median of at least 3 calls over " << o.seconds
             << " s per point. bytes = 2 B T NKV hs 4, the cache the step reads; GB/s = bytes / time.\n\n";
 
   // One cache per batch size, as large as the largest point needs (NKV = NH at the longest
@@ -314,11 +353,12 @@ int run_gqa_part(const Options& all) {
         auto step = [&](const kernels::AttentionDecodeFn fn) {
           fn(out.data(), kc.data(), vc.data(), qkv.data(), B, 1, T - 1, C, NH, k, T);
         };
-        p.us_per_step = 1e6 * median_seconds([&] { step(kernels::attention_decode); }, o.seconds);
+        p.us_per_step = 1e6 * median_seconds([&] { step(kernels::attention_decode); }, o.seconds, o.cpu_time);
         p.cache_bytes = 2.0 * B * T * static_cast<double>(k) * hs * 4.0;
         p.gb_per_s = p.cache_bytes / (p.us_per_step * 1e-6) / 1e9;
         p.in_cache = p.cache_bytes <= llc;
-        if (T == maxT) p.us_per_step_v2 = 1e6 * median_seconds([&] { step(kernels::attention_decode_v2); }, o.seconds);
+        if (T == maxT)
+          p.us_per_step_v2 = 1e6 * median_seconds([&] { step(kernels::attention_decode_v2); }, o.seconds, o.cpu_time);
         points.push_back(p);
         std::cout << std::setw(13) << fmt(p.us_per_step, p.us_per_step < 100 ? 1 : 0) << std::flush;
       }
@@ -352,6 +392,7 @@ int run_gqa_part(const Options& all) {
        << ", \"n_head\": " << NH << ", \"n_embd\": " << C << ", \"head_size\": " << hs << "},\n"
        << " \"bandwidth_gb_s\": " << json_number(bw / 1e9) << ", \"bandwidth_1thread_gb_s\": " << json_number(bw1 / 1e9)
        << ", \"llc_bytes\": " << json_number(llc) << ", \"seconds_per_point\": " << json_number(o.seconds)
+       << ", \"clock\": " << json_string(o.cpu_time ? "thread cpu time" : "wall")
        << ", \"kernel\": " << json_string("kernels::attention_decode v" +
                                           std::to_string(kernels::attention_decode_versions().back().number))
        << ",\n \"bytes_per_token\": [";

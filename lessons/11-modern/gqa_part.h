@@ -18,6 +18,7 @@ struct GqaOptions {
   std::vector<int> batches = {1, 8};
   double seconds = 0.04;             // per timed point (at least 3 calls; the median is kept)
   int threads = 0;                   // OpenMP threads for the timings and the triad (0: all)
+  bool cpu_time = false;             // time with the thread's CPU clock (needs threads = 1)
   std::string json;                  // write the record here (docs/benchmarks/gqa-kv-cache.json)
 };
 
