@@ -46,18 +46,22 @@ int run_swiglu_part(const Options& opts) {
   kernels::swiglu_forward_v2(o2.data(), gu.data(), gu.data() + H, rows, H, 2 * H);
   kernels::swiglu_backward_v1<float>(d1.data(), d1.data() + H, dout.data(), gu.data(), gu.data() + H, rows, H, 2 * H);
   kernels::swiglu_backward_v2(d2.data(), d2.data() + H, dout.data(), gu.data(), gu.data() + H, rows, H, 2 * H);
-  // relative to the reference's size: v2's exp is a polynomial good to ~1e-7 relative
-  auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
-    double m = 0.0;
+  // The bench's tolerance (kernels/bench/llama_ops.cpp): |v2 - v1| <= 1e-6 + 1e-5 |v1|, v2's
+  // exp being a polynomial good to ~1e-7 relative. The figure printed: the largest |diff|, and
+  // the largest share of the allowed error that any element used.
+  double diff = 0.0, used = 0.0;
+  auto compare = [&](const std::vector<float>& a, const std::vector<float>& b) {
     for (size_t i = 0; i < a.size(); ++i) {
-      m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]) / (1e-6 + std::fabs(static_cast<double>(a[i]))));
+      const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+      diff = std::max(diff, d);
+      used = std::max(used, d / (1e-6 + 1e-5 * std::fabs(static_cast<double>(a[i]))));
     }
-    return m;
   };
-  const double diff = std::max(rel(o1, o2), rel(d1, d2));
-  std::printf("swiglu v2 vs v1 (%d x %d, from a fused (rows, 2H) projection): max relative diff %.2e"
-              " (forward and backward)\n", rows, H, diff);
-  NN_CHECK(diff < 1e-4, "swiglu v2 disagrees with v1 by " << diff);
+  compare(o1, o2);
+  compare(d1, d2);
+  std::printf("swiglu v2 vs v1 (%d x %d, from a fused (rows, 2H) projection): max |diff| %.2e, %.0f%% of the"
+              " tolerance 1e-6 + 1e-5 |v1| (forward and backward)\n", rows, H, diff, 100.0 * used);
+  NN_CHECK(used <= 1.0, "swiglu v2 disagrees with v1 beyond 1e-6 + 1e-5 |v1|");
 
   // The backward against central differences in double: L = sum(out * r).
   const int gr = 3, gh = 6;
