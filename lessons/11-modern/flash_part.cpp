@@ -123,7 +123,8 @@ int run_flash_part(const Options& opts) {
     last_T = T, last_full = full_bytes, last_flash = flash_bytes;
     flash_faster += ms_flash < ms_full ? 1 : 0;
     if (rows.tellp() > 0) rows << ", ";
-    rows << "{\"T\": " << T << ", \"full_bytes\": " << jnum(full_bytes) << ", \"flash_bytes\": " << jnum(flash_bytes)
+    rows << "{\"T\": " << T << ", \"full_bytes\": " << static_cast<long long>(full_bytes)
+         << ", \"flash_bytes\": " << static_cast<long long>(flash_bytes)
          << ", \"full_ms\": " << jnum(ms_full) << ", \"flash_ms\": " << jnum(ms_flash)
          << ", \"max_rel_diff_out\": " << jnum(diff_out) << ", \"max_rel_diff_dqkv\": " << jnum(diff_d) << "}";
   }
