@@ -61,6 +61,23 @@ void write_json(const Options& opts) {
   std::cout << "wrote " << path.string() << "\n";
 }
 
+// The parts, in the order --part all runs them. Adding a part: one line here, its
+// declaration in modern_lesson.h, its file in lessons/CMakeLists.txt.
+struct Part {
+  const char* name;
+  int (*run)(const Options&);
+};
+const std::vector<Part>& parts() {
+  static const std::vector<Part> p = {
+      {"bpe", run_bpe_part},
+      {"norm", run_norm_part},
+      {"rope", run_rope_part},
+      {"swiglu", run_swiglu_part},
+      {"flash", run_flash_part},
+  };
+  return p;
+}
+
 }  // namespace
 
 void record_part(const std::string& part, const std::string& json) {
@@ -78,9 +95,13 @@ std::string jnum(double v) { return kernels::harness::json_number(v, 6); }
 int channels_of(const Options& opts) { return opts.channels > 0 ? opts.channels : (opts.quick ? 64 : 768); }
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--part", o.part, "Which part: bpe, norm, rope, swiglu, flash, or all")
-      ->check(CLI::IsMember({"bpe", "norm", "rope", "swiglu", "flash", "all"}))
-      ->capture_default_str();
+  std::vector<std::string> names;
+  for (const Part& p : parts()) names.emplace_back(p.name);
+  std::string help = "Which part:";
+  for (const std::string& n : names) help += " " + n + ",";
+  help += " or all";
+  names.emplace_back("all");
+  app.add_option("--part", o.part, help)->check(CLI::IsMember(names))->capture_default_str();
   app.add_option("--data", o.data, "Text corpus (default: Tiny Shakespeare, else a Debian text)");
   app.add_flag("--quick", o.quick, "Small sizes everywhere (seconds; also NNLAB_QUICK=1)");
   app.add_option("--threads", o.threads, "OpenMP threads (0: the default)")->check(nn::ThreadCount())->capture_default_str();
@@ -119,17 +140,13 @@ void add_options(CLI::App& app, Options& o) {
 int run(const Options& opts) {
   if (opts.threads > 0) omp_set_num_threads(opts.threads);
   records().clear();
-  using Part = int (*)(const Options&);
-  const std::vector<std::pair<std::string, Part>> parts = {
-      {"bpe", run_bpe_part}, {"norm", run_norm_part}, {"rope", run_rope_part},
-      {"swiglu", run_swiglu_part}, {"flash", run_flash_part}};
   bool first = true;
-  for (const auto& [name, fn] : parts) {
-    if (opts.part != name && opts.part != "all") continue;
+  for (const Part& p : parts()) {
+    if (opts.part != p.name && opts.part != "all") continue;
     if (!first) std::cout << "\n";
     first = false;
     std::cout.flush();
-    if (const int rc = fn(opts); rc != 0) return rc;
+    if (const int rc = p.run(opts); rc != 0) return rc;
     std::fflush(stdout);
   }
   if (!opts.json.empty()) write_json(opts);
