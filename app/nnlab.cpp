@@ -89,7 +89,7 @@ const Command kCommands[] = {
      with_options(lesson09::add_options, lesson09::run)},
     {"lesson10", "Lesson 10: inference; KV cache, the bandwidth law, quantization, speculative decoding, pruning",
      with_options(lesson10::add_options, lesson10::run)},
-    {"lesson11", "Lesson 11: from nanoGPT to a modern LLM; the byte-level BPE tokenizer",
+    {"lesson11", "Lesson 11: from nanoGPT to a modern LLM; byte-level BPE, RMSNorm, RoPE, SwiGLU, flash attention",
      with_options(lesson11::add_options, lesson11::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},

@@ -870,6 +870,78 @@ def fig_lesson10_prune():
 
 
 # ------------------------------------------------------------------------------------------
+# lesson 11: docs/benchmarks/flash-attention-cpu.md (bench_flash_attention, the idle record)
+# and lesson11-bpe.json (nnlab lesson11 --part bpe --bpe-sweep)
+def _flash_machine():
+    text = read_md("flash-attention-cpu.md")
+    m = re.search(r"^Machine: ([^,\n]+, [^,\n]+),.*?(\d{4}-\d{2}-\d{2})\.?$", text, re.M)
+    return f"{m.group(1)}, {m.group(2)}" if m else "?"
+
+
+def fig_lesson11_flash():
+    text = read_md("flash-attention-cpu.md")
+    mem = md_table(text, "| T | unfused counted |")
+    spd = md_table(text, "| T | unfused (ms) |")
+    T = [int(num(r[0])) for r in mem]
+    unf = [num(r[1]) for r in mem]      # MiB, counted
+    unf_m = [num(r[2]) for r in mem]    # MiB, measured (peak RSS growth)
+    fl = [num(r[3]) for r in mem]
+    fl_m = [num(r[4]) for r in mem]
+    Ts = [int(num(r[0])) for r in spd]
+    p = plt()
+    fig, (a, b) = p.subplots(1, 2, figsize=(9, 3.6))
+    a.plot(T, unf, "o-", ms=4, label="full attention: (B,NH,T,T) maps, counted")
+    a.plot(T, unf_m, "x", ms=6, color="C0", label="full, measured (peak RSS)")
+    a.plot(T, fl, "o-", ms=4, label="flash: lse (B,NH,T) + tiles, counted")
+    a.plot(T, fl_m, "x", ms=6, color="C1", label="flash, measured (peak RSS)")
+    a.set_xscale("log", base=2)
+    a.set_yscale("log")
+    a.set_xlabel("sequence length T")
+    a.set_ylabel("extra memory, MiB (log)")
+    a.set_title("memory beyond qkv, out, dout, dqkv")
+    a.grid(alpha=0.3, which="both")
+    a.legend(fontsize=6.5)
+    b.plot(Ts, [num(r[1]) for r in spd], "o-", ms=4, label="full (attention v4)")
+    b.plot(Ts, [num(r[2]) for r in spd], "o-", ms=4, label="flash (flash_attention v3)")
+    b.set_xscale("log", base=2)
+    b.set_yscale("log")
+    b.set_xlabel("sequence length T")
+    b.set_ylabel("forward + backward, ms (log)")
+    b.set_title("time, medians of alternating rounds")
+    b.grid(alpha=0.3, which="both")
+    b.legend(fontsize=7)
+    fig.suptitle("Lesson 11: flash vs full attention on the CPU (B=1, 6 heads of 64, causal)" + mode_tag())
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return save(fig, "lesson11-flash-attention",
+                f"docs/benchmarks/flash-attention-cpu.md (bench_flash_attention --B 1 --NH 6 --hs 64 --rounds 3; "
+                f"{_flash_machine()}, 2 threads)")
+
+
+def fig_lesson11_bpe():
+    rec = load_json("lesson11-bpe.json")
+    part = rec["parts"]["bpe"]
+    sw = part["sweep"]
+    p = plt()
+    fig, ax = p.subplots(figsize=(7, 3.6))
+    ax.plot([r["merges"] for r in sw], [r["bytes_per_token"] for r in sw], "o-", ms=4)
+    for r in sw:
+        if r["vocab_size"] in (257, 1024, 4096):
+            ax.annotate(f"{r['vocab_size']} tokens: {r['bytes_per_token']:.2f} B/token",
+                        (r["merges"], r["bytes_per_token"]), textcoords="offset points", fontsize=7,
+                        xytext=(6, 6) if r["vocab_size"] == 257 else (-130, 0) if r["vocab_size"] == 4096 else (6, -12))
+    ax.set_xscale("symlog", linthresh=16)
+    ax.set_xlabel("merges learned (vocabulary = 1 special + 256 bytes + merges)")
+    ax.set_ylabel("bytes per token (corpus bytes / tokens)")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(f"Lesson 11: byte-level BPE on {part['corpus'].split(',')[0]} "
+                 f"({part['corpus_bytes']} bytes): each merge shortens the text" + mode_tag())
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return save(fig, "lesson11-bpe-bytes-per-token",
+                "docs/benchmarks/lesson11-bpe.json (nnlab lesson11 --part bpe --vocab-size 4096 --bpe-sweep ...; "
+                f"{machine(rec)})")
+
+
+# ------------------------------------------------------------------------------------------
 # name -> (function, the records it reads (docs/benchmarks/...), or the program it runs (a str))
 FIGURES = {
     "lesson01-nudge-vs-gradient": (fig_lesson01_curves, "nnlab lesson01 --csv --grid"),
@@ -895,6 +967,8 @@ FIGURES = {
     "lesson10-quantisation": (fig_lesson10_quant, ["lesson10-quant.json"]),
     "lesson10-speculative": (fig_lesson10_speculative, ["lesson10-speculative.json"]),
     "lesson10-prune-sparsity": (fig_lesson10_prune, ["lesson10-prune.json"]),
+    "lesson11-flash-attention": (fig_lesson11_flash, ["flash-attention-cpu.md"]),
+    "lesson11-bpe-bytes-per-token": (fig_lesson11_bpe, ["lesson11-bpe.json"]),
 }
 
 

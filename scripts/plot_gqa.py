@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lesson 11, part gqa's figure: docs/figures/lesson11-gqa-kv-cache.png from its record.
 
-    ./build/release/bin/lesson11 --part gqa --json docs/benchmarks/gqa-kv-cache.json   # measure
+    ./build/release/bin/lesson11 --part gqa --gqa-json docs/benchmarks/gqa-kv-cache.json   # measure
     /usr/bin/python3 scripts/plot_gqa.py                                               # plot
 
 Left: microseconds per token (one layer's decode attention, B = 1 solid, larger B dashed)

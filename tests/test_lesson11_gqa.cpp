@@ -76,7 +76,7 @@ TEST_CASE("lesson11 --part gqa: a smoke run at tiny sizes writes its record", "[
   testing::TempDir dir("gqa");
   const std::string json = dir.file("gqa.json");
   auto r = testing::run_program("lesson11", "--part gqa --gqa-layers 2 --gqa-heads 4 --gqa-embd 32 "
-                                            "--gqa-contexts 8,16 --gqa-batches 1,2 --gqa-seconds 0.001 --json " + json);
+                                            "--gqa-contexts 8,16 --gqa-batches 1,2 --gqa-seconds 0.001 --gqa-json " + json);
   INFO(r.output);
   REQUIRE(r.status == 0);
   // bytes per token = 2 L NKV hs 4 = 2 * 2 * NKV * 8 * 4: 512, 256, 128 bytes for NKV 4, 2, 1

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "io/bpe.h"
+#include "kernels/harness.h"
 #include "io/text.h"
 #include "lessons/11-modern/modern_lesson.h"
 #include "nn/check.h"
@@ -93,6 +95,34 @@ int run_bpe_part(const Options& opts) {
   std::printf("decode: %.4f s; decode(encode(corpus)) == corpus: yes\n", dec_s);
   std::printf("BPE_ENCODE_SECONDS %.6f\n", enc_s);  // for scripts/bench_bpe.py
   std::printf("BPE_REGEX_SECONDS %.6f\n", pretok_s);
+
+  // Bytes per token with only the first k merges: BPE training is greedy, so the first k
+  // merges of this training are what a training to 257 + k tokens would learn; the vocabulary's
+  // first 1 + 256 + k ids (specials, bytes, then merges in order) with those merges.
+  std::ostringstream sweep;
+  NN_CHECK(opts.bpe_sweep.empty() || opts.load_tokenizer.empty(),
+           "--bpe-sweep needs a trained tokenizer (its ids in training order), not --load-tokenizer");
+  for (int k : opts.bpe_sweep) {
+    const int merges = std::min<int>(k, static_cast<int>(tok.merges().size()));
+    const size_t keep = static_cast<size_t>(tok.vocab_size()) - tok.merges().size() + merges;
+    std::vector<std::string> vocab(tok.vocab().begin(), tok.vocab().begin() + static_cast<std::ptrdiff_t>(keep));
+    std::vector<nn::BpeMerge> ms(tok.merges().begin(), tok.merges().begin() + merges);
+    const auto t = nn::BpeTokenizer::from_parts(std::move(vocab), std::move(ms), {0});
+    const size_t n = t.encode(text).size();
+    const double bpt = static_cast<double>(text.size()) / static_cast<double>(n);
+    std::printf("  with the first %5d merges (%5zu tokens): %9zu tokens, %.3f bytes per token\n", merges, keep, n, bpt);
+    if (sweep.tellp() > 0) sweep << ", ";
+    sweep << "{\"merges\": " << merges << ", \"vocab_size\": " << keep << ", \"tokens\": " << n
+          << ", \"bytes_per_token\": " << jnum(bpt) << "}";
+  }
+  std::ostringstream js;
+  js << "{\"corpus\": " << kernels::harness::json_string(corpus.description) << ", \"corpus_bytes\": " << text.size()
+     << ", \"vocab_size\": " << tok.vocab_size() << ", \"merges\": " << tok.merges().size()
+     << ", \"tokens\": " << ids.size()
+     << ", \"bytes_per_token\": " << jnum(static_cast<double>(text.size()) / static_cast<double>(ids.size()))
+     << ", \"encode_seconds\": " << jnum(enc_s) << ", \"regex_seconds\": " << jnum(pretok_s)
+     << ", \"sweep\": [" << sweep.str() << "]}";
+  record_part("bpe", js.str());
 
   if (!opts.write_ids.empty()) {
     std::ofstream f(opts.write_ids);

@@ -69,7 +69,7 @@ void add_gqa_options(CLI::App& app, GqaOptions& o) {
   app.add_flag("--gqa-cpu-time", o.cpu_time,
                "gqa: time with the calling thread's CPU clock, not the wall clock (needs --gqa-threads 1): on a busy "
                "machine it leaves out the time the thread waited for a core (memory contention stays in)");
-  app.add_option("--json", o.json, "gqa: write the measurements and conclusions as JSON to this file");
+  app.add_option("--gqa-json", o.json, "gqa: write the measurements and conclusions as JSON to this file");
 }
 
 namespace {

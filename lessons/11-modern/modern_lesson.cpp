@@ -1,15 +1,113 @@
-// Lesson 11: the options and the part dispatcher (the parts live in their own files).
+// Lesson 11: the options, the part dispatcher and what the parts share (the --json record).
+// The parts live in their own files: bpe_part.cpp, norm_part.cpp, rope_part.cpp,
+// swiglu_part.cpp, flash_part.cpp.
 #include "lessons/11-modern/modern_lesson.h"
 
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "kernels/harness.h"
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 
 namespace lesson11 {
 
+namespace {
+
+// The parts' JSON objects in the order they ran (a part run twice keeps its last).
+std::vector<std::pair<std::string, std::string>>& records() {
+  static std::vector<std::pair<std::string, std::string>> r;
+  return r;
+}
+
+std::string machine_json(const Options& opts) {
+  const kernels::harness::MachineInfo m = kernels::harness::machine_info();
+  using kernels::harness::json_string;
+  std::ostringstream os;
+  os << "{\"cpu\": " << json_string(m.cpu) << ", \"cores\": " << m.cores << ", \"omp_max_threads\": " << m.omp_max_threads
+     << ", \"simd\": " << json_string(m.simd) << ", \"compiler\": " << json_string(m.compiler)
+     << ", \"flags\": " << json_string(m.flags) << ", \"date\": " << json_string(m.date)
+     << ", \"quick\": " << (opts.quick ? "true" : "false") << "}";
+  return os.str();
+}
+
+void write_json(const Options& opts) {
+  namespace fs = std::filesystem;
+  const fs::path path(opts.json);
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp);
+    NN_CHECK(f.good(), "cannot write " << tmp.string());
+    f << "{\"schema\": \"nnlab-lesson11/1\", \"machine\": " << machine_json(opts)
+      << ", \"quick\": " << (opts.quick ? "true" : "false") << ", \"parts\": {";
+    bool first = true;
+    for (const auto& [part, json] : records()) {
+      f << (first ? "\n  " : ",\n  ") << kernels::harness::json_string(part) << ": " << json;
+      first = false;
+    }
+    f << "\n}}\n";
+    NN_CHECK(f.good(), "writing " << tmp.string() << " failed");
+  }
+  fs::rename(tmp, path);
+  std::cout << "wrote " << path.string() << "\n";
+}
+
+// The parts, in the order --part all runs them. Adding a part: one line here, its
+// declaration in modern_lesson.h, its file in lessons/CMakeLists.txt.
+struct Part {
+  const char* name;
+  int (*run)(const Options&);
+};
+const std::vector<Part>& parts() {
+  static const std::vector<Part> p = {
+      {"bpe", run_bpe_part},
+      {"norm", run_norm_part},
+      {"rope", run_rope_part},
+      {"swiglu", run_swiglu_part},
+      {"flash", run_flash_part},
+      {"gqa", run_gqa_part},
+  };
+  return p;
+}
+
+}  // namespace
+
+void record_part(const std::string& part, const std::string& json) {
+  for (auto& r : records()) {
+    if (r.first == part) {
+      r.second = json;
+      return;
+    }
+  }
+  records().emplace_back(part, json);
+}
+
+std::string jnum(double v) { return kernels::harness::json_number(v, 6); }
+
+int channels_of(const Options& opts) { return opts.channels > 0 ? opts.channels : (opts.quick ? 64 : 768); }
+
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--part", o.part, "Which part: bpe, gqa, or all")
-      ->check(CLI::IsMember({"bpe", "gqa", "all"}))
-      ->capture_default_str();
+  std::vector<std::string> names;
+  for (const Part& p : parts()) names.emplace_back(p.name);
+  std::string help = "Which part:";
+  for (const std::string& n : names) help += " " + n + ",";
+  help += " or all";
+  names.emplace_back("all");
+  app.add_option("--part", o.part, help)->check(CLI::IsMember(names))->capture_default_str();
   app.add_option("--data", o.data, "Text corpus (default: Tiny Shakespeare, else a Debian text)");
+  app.add_flag("--quick", o.quick, "Small sizes everywhere (seconds; also NNLAB_QUICK=1)");
+  app.add_option("--threads", o.threads, "OpenMP threads (0: the default)")->check(nn::ThreadCount())->capture_default_str();
+  app.add_option("--json", o.json, "Write what the parts measured to this JSON file (schema nnlab-lesson11/1)");
+  app.add_option("--seed", o.seed, "Seed of the parts' random inputs")->check(nn::Seed())->capture_default_str();
   app.add_option("--vocab-size", o.vocab_size, "bpe: vocabulary size (1 special + 256 bytes + merges)")
       ->check(CLI::Range(257, 1 << 20))
       ->capture_default_str();
@@ -22,18 +120,38 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--repeats", o.repeats, "bpe: timed encodes of the corpus (the median is printed)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  app.add_option("--bpe-sweep", o.bpe_sweep, "bpe: merge counts at which to measure bytes per token (e.g. 0,64,256,767)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--channels", o.channels, "norm, swiglu: the channels C (0: 768, --quick 64)")
+      ->check(CLI::Range(0, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--flash-T", o.flash_T, "flash: sequence lengths (default 256,512,1024; --quick 32,64)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--flash-rounds", o.flash_rounds, "flash: alternating timing rounds (medians)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   add_gqa_options(app, o.gqa);
+  app.callback([&o] {
+    const char* q = std::getenv("NNLAB_QUICK");
+    if (q != nullptr && std::string(q) == "1") o.quick = true;
+  });
 }
 
 int run(const Options& opts) {
-  if (opts.part == "bpe" || opts.part == "all") {
-    const int status = run_bpe_part(opts);
-    if (status != 0) return status;
+  if (opts.threads > 0) omp_set_num_threads(opts.threads);
+  records().clear();
+  bool first = true;
+  for (const Part& p : parts()) {
+    if (opts.part != p.name && opts.part != "all") continue;
+    if (!first) std::cout << "\n";
+    first = false;
+    std::cout.flush();
+    if (const int rc = p.run(opts); rc != 0) return rc;
+    std::fflush(stdout);
   }
-  if (opts.part == "gqa" || opts.part == "all") {
-    const int status = run_gqa_part(opts);
-    if (status != 0) return status;
-  }
+  if (!opts.json.empty()) write_json(opts);
   return 0;
 }
 
