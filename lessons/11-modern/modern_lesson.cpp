@@ -6,8 +6,8 @@
 namespace lesson11 {
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--part", o.part, "Which part: bpe, or all")
-      ->check(CLI::IsMember({"bpe", "all"}))
+  app.add_option("--part", o.part, "Which part: bpe, compare, or all")
+      ->check(CLI::IsMember({"bpe", "compare", "all"}))
       ->capture_default_str();
   app.add_option("--data", o.data, "Text corpus (default: Tiny Shakespeare, else a Debian text)");
   app.add_option("--vocab-size", o.vocab_size, "bpe: vocabulary size (1 special + 256 bytes + merges)")
@@ -22,11 +22,16 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--repeats", o.repeats, "bpe: timed encodes of the corpus (the median is printed)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  add_compare_options(app, o.compare);
 }
 
 int run(const Options& opts) {
   if (opts.part == "bpe" || opts.part == "all") {
     const int status = run_bpe_part(opts);
+    if (status != 0) return status;
+  }
+  if (opts.part == "compare" || opts.part == "all") {
+    const int status = run_compare_part(opts);
     if (status != 0) return status;
   }
   return 0;
