@@ -210,6 +210,8 @@ struct RunResult {
   int64_t memory_bytes = 0; // gpt::memory_breakdown's total at (B, T)
   double final_val_bpc = 0.0;
   int64_t val_bytes_scored = 0;
+  int64_t val_tokens_scored = 0;
+  int vocab_size = 0, context = 0;
   std::vector<CurvePoint> curve;
 };
 
@@ -286,6 +288,8 @@ RunResult train_one(const ModelSpec& spec, gpt::Backend& be, int seed, int plann
   gpt::GPT model = gpt::gpt_create(spec.config, be.memory());
   gpt::gpt_init_weights(model, static_cast<uint64_t>(seed));
   r.params = model.num_params;
+  r.vocab_size = spec.config.vocab_size;
+  r.context = T;
   r.memory_bytes = gpt::memory_breakdown(spec.config, B, T, be.keeps_preatt()).total();
 
   Schedule schedule(planned);
@@ -335,6 +339,7 @@ RunResult train_one(const ModelSpec& spec, gpt::Backend& be, int seed, int plann
   const Score final_score = score_split(model, be, data.val, data.token_bytes, T, B);
   r.final_val_bpc = final_score.bpc();
   r.val_bytes_scored = final_score.bytes;
+  r.val_tokens_scored = final_score.tokens;
   if (curve_is_final) {
     r.curve.push_back({step, r.train_seconds, r.final_val_bpc});
   } else {
@@ -496,7 +501,7 @@ std::string budget_json(const CompareOptions& o, const Setup& s) {
      << ", \"bpe_vocab_size\": " << s.bpe_vocab << ", \"bpe_bytes_per_token\": " << json_number(s.bpe_bytes_per_token)
      << ", \"bpe_train_seconds\": " << json_number(s.bpe_train_seconds) << ", \"corpus\": " << json_string(s.corpus)
      << ", \"corpus_bytes\": " << s.corpus_bytes << ", \"train_split_bytes\": " << s.train_split_bytes
-     << ", \"val_split_bytes\": " << s.val_split_bytes << ", \"val_bytes_scored\": " << s.val_bytes
+     << ", \"val_split_bytes\": " << s.val_split_bytes << ", \"val_text_bytes\": " << s.val_bytes
      << ", \"curve_val_bytes\": " << s.curve_bytes
      << ", \"memory\": \"gpt::memory_breakdown bytes (params, grads, AdamW, activations, scratch) at (B, T)\""
      << ", \"flops\": \"flops_per_token(config, T) x training tokens\""
@@ -532,7 +537,8 @@ std::string runs_json(const CompareOptions& o, const Setup& s, const std::vector
        << ", \"steps\": " << r.steps << ", \"train_seconds\": " << json_number(r.train_seconds)
        << ", \"train_tokens\": " << r.train_tokens << ", \"flops\": " << json_number(r.flops)
        << ", \"memory_bytes\": " << r.memory_bytes << ", \"val_bytes_scored\": " << r.val_bytes_scored
-       << ", \"curve\": [";
+       << ", \"val_tokens_scored\": " << r.val_tokens_scored << ", \"vocab_size\": " << r.vocab_size
+       << ", \"context\": " << r.context << ", \"curve\": [";
     for (size_t k = 0; k < r.curve.size(); ++k) {
       const CurvePoint& p = r.curve[k];
       os << (k == 0 ? "" : ", ") << "{\"step\": " << p.step << ", \"seconds\": " << json_number(p.seconds)
