@@ -590,7 +590,8 @@ std::string markdown_record(const CompareOptions& o, const Setup& s, const std::
      << "- load average: " << fixed(s.load_start, 2) << " at the start, " << fixed(s.load_end, 2) << " at the end"
      << (s.load_start > 1.0 || s.load_end > 1.0 ? " (**measured under load**: other processes shared the cores)" : "")
      << "\n"
-     << "- command: `" << command << "`\n"
+     << "- command: `" << command << "` (the record: `bash scripts/bench_lesson11.sh`, knobs BUDGET, SEEDS, "
+        "VOCAB, THREADS)\n"
      << "- corpus: " << s.corpus << " (" << s.corpus_bytes << " bytes; ASCII, so one byte is one character); "
      << "train split = the first " << s.train_split_bytes << " bytes, validation = the last " << s.val_split_bytes
      << " bytes, the same boundary for both tokenizers\n"
