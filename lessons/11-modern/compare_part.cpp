@@ -128,18 +128,23 @@ ModelSpec make_spec(const std::string& name, const Tokenized& data, const Compar
   to.n_head = o.n_head;
   to.n_embd = o.n_embd;
   to.block_size = T;
-  gpt::GPTConfig c = gpt::config_from(to, data.vocab_size);
   if (name == "bpe-llama") {
-    // the same width, depth and heads; what changes is the block (gpt/model.h's Arch):
-    // RMSNorm, RoPE instead of wpe, SwiGLU at the default width (8C/3 rounded up to 32: about
-    // the parameters of the 4C GELU MLP), grouped-query attention, no biases, tied head (as
-    // GPT-2's, so the embedding counts the same)
-    c.arch = gpt::Arch::llama;
-    c.bias = false;
-    c.n_kv_head = o.n_kv_head > 0 ? o.n_kv_head : std::max(1, o.n_head / 2);
-    c.ffn_hidden = 0;
-    c.tie_embeddings = true;
-    gpt::validate(c);
+    // the same width, depth and heads; what changes is the block (gpt/model.h's Arch), as
+    // `nnlab gpt train --arch llama --n-kv-head N` builds it: RMSNorm, RoPE instead of wpe,
+    // SwiGLU at the default width (8C/3 rounded up to 32: about the parameters of the 4C GELU
+    // MLP), grouped-query attention (flash, the trainer's default for llama), no biases, the
+    // head tied to wte as GPT-2's (so the embedding counts the same)
+    to.arch = "llama";
+    to.n_kv_head = o.n_kv_head > 0 ? o.n_kv_head : std::max(1, o.n_head / 2);
+  }
+  const gpt::GPTConfig c = gpt::config_from(to, data.vocab_size);
+  if (c.arch == gpt::Arch::llama) {
+    // a build without the llama block would silently train a GPT-2 here: refuse instead (the
+    // llama block has no position table, RoPE rotates q and k)
+    for (const gpt::ParamSlice& slice : gpt::param_slices(c)) {
+      NN_CHECK(slice.name != "wpe", "this build's GPT gives arch = llama a learned position table (wpe): the llama "
+                                    "block is not in gpt/model.cpp. Run with --models char-gpt2,bpe-gpt2");
+    }
   }
   return {name, &data, c, T};
 }
@@ -355,7 +360,7 @@ struct Summary {
   double mean_bpc = 0.0, min_bpc = 0.0, max_bpc = 0.0;
   double tokens_per_s = 0.0, bytes_per_s = 0.0, flops = 0.0;
   int64_t params = 0, memory_bytes = 0;
-  int steps = 0;
+  double steps = 0.0;  // mean over the seeds (a time budget gives each run its own count)
 };
 
 std::vector<Summary> summarise(const std::vector<std::string>& names, const std::vector<RunResult>& runs) {
@@ -379,12 +384,13 @@ std::vector<Summary> summarise(const std::vector<std::string>& names, const std:
       bytes += r.train_bytes;
       s.params = r.params;
       s.memory_bytes = r.memory_bytes;
-      s.steps = r.steps;
+      s.steps += r.steps;
     }
     if (s.runs == 0) continue;
     s.mean_bpc /= s.runs;
     s.tokens_per_s /= s.runs;
     s.flops /= s.runs;
+    s.steps /= s.runs;
     s.bytes_per_s = seconds > 0 ? static_cast<double>(bytes) / seconds : 0.0;
     out.push_back(s);
   }
@@ -565,11 +571,11 @@ std::string summary_table(const std::vector<Summary>& sums, bool markdown) {
     const std::string range = fixed(s.min_bpc, 3) + ".." + fixed(s.max_bpc, 3);
     const std::string mem = fixed(static_cast<double>(s.memory_bytes) / (1 << 20), 1) + " MiB";
     if (markdown) {
-      os << "| " << s.name << " | " << s.params << " | " << s.steps << " | " << fixed(s.mean_bpc, 3) << " | " << range
+      os << "| " << s.name << " | " << s.params << " | " << fixed(s.steps, 0) << " | " << fixed(s.mean_bpc, 3) << " | " << range
          << " | " << nn::format_si(s.tokens_per_s) << " | " << nn::format_si(s.bytes_per_s) << " | "
          << nn::format_si(s.flops) << " | " << mem << " |\n";
     } else {
-      std::snprintf(line, sizeof line, "%-10s %9lld %6d %9.3f %17s %9s %9s %8s %10s\n", s.name.c_str(),
+      std::snprintf(line, sizeof line, "%-10s %9lld %6.0f %9.3f %17s %9s %9s %8s %10s\n", s.name.c_str(),
                     static_cast<long long>(s.params), s.steps, s.mean_bpc, range.c_str(),
                     nn::format_si(s.tokens_per_s).c_str(), nn::format_si(s.bytes_per_s).c_str(), nn::format_si(s.flops).c_str(),
                     mem.c_str());
