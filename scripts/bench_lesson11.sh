@@ -25,7 +25,8 @@ bin=./build/release/bin
 out=out/bench-lesson11
 data="${DATA:-}"
 if [[ -z "$data" ]]; then
-  for f in data/tinyshakespeare/input.txt data/tinyshakespeare.txt ../shared/data/tinyshakespeare.txt; do
+  for f in data/tinyshakespeare/input.txt data/tinyshakespeare.txt ../shared/data/tinyshakespeare.txt \
+           ../../shared/data/tinyshakespeare.txt; do
     [[ -f "$f" ]] && data="$f" && break
   done
 fi

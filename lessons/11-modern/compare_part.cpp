@@ -467,6 +467,7 @@ double load_average() {
 struct Setup {
   std::string machine;
   std::string corpus;
+  int64_t non_ascii_bytes = 0;  // bytes >= 0x80: "character" means byte of the UTF-8 text
   int64_t corpus_bytes = 0, train_split_bytes = 0, val_split_bytes = 0, val_bytes = 0, curve_bytes = 0;
   int char_context = 0, bpe_context = 0, bpe_vocab = 0;
   double bpe_bytes_per_token = 0.0, bpe_train_seconds = 0.0;
@@ -506,7 +507,7 @@ std::string budget_json(const CompareOptions& o, const Setup& s) {
      << ", \"char_context\": " << s.char_context << ", \"bpe_context\": " << s.bpe_context
      << ", \"bpe_vocab_size\": " << s.bpe_vocab << ", \"bpe_bytes_per_token\": " << json_number(s.bpe_bytes_per_token)
      << ", \"bpe_train_seconds\": " << json_number(s.bpe_train_seconds) << ", \"corpus\": " << json_string(s.corpus)
-     << ", \"corpus_bytes\": " << s.corpus_bytes << ", \"train_split_bytes\": " << s.train_split_bytes
+     << ", \"corpus_bytes\": " << s.corpus_bytes << ", \"non_ascii_bytes\": " << s.non_ascii_bytes << ", \"train_split_bytes\": " << s.train_split_bytes
      << ", \"val_split_bytes\": " << s.val_split_bytes << ", \"val_text_bytes\": " << s.val_bytes
      << ", \"curve_val_bytes\": " << s.curve_bytes
      << ", \"memory\": \"gpt::memory_breakdown bytes (params, grads, AdamW, activations, scratch) at (B, T)\""
@@ -598,7 +599,10 @@ std::string markdown_record(const CompareOptions& o, const Setup& s, const std::
      << "\n"
      << "- command: `" << command << "` (the record: `bash scripts/bench_lesson11.sh`, knobs BUDGET, SEEDS, "
         "VOCAB, THREADS)\n"
-     << "- corpus: " << s.corpus << " (" << s.corpus_bytes << " bytes; ASCII, so one byte is one character); "
+     << "- corpus: " << s.corpus << "; " << s.corpus_bytes << " bytes"
+     << (s.non_ascii_bytes == 0 ? std::string(", all ASCII: one byte is one character")
+                                : ", " + std::to_string(s.non_ascii_bytes) + " of them outside ASCII (bpc counts UTF-8 bytes)")
+     << "; "
      << "train split = the first " << s.train_split_bytes << " bytes, validation = the last " << s.val_split_bytes
      << " bytes, the same boundary for both tokenizers\n"
      << "- budget: ";
@@ -739,6 +743,8 @@ int run_compare_part(const Options& opts) {
   s.machine = machine_line(*be, threads);
   s.corpus = corpus.description;
   s.corpus_bytes = static_cast<int64_t>(corpus.text.size());
+  s.non_ascii_bytes = std::count_if(corpus.text.begin(), corpus.text.end(),
+                                    [](char ch) { return static_cast<unsigned char>(ch) >= 0x80; });
   s.train_split_bytes = static_cast<int64_t>(train_text.size());
   s.val_split_bytes = static_cast<int64_t>(val_text.size());
   s.curve_bytes = static_cast<int64_t>(curve_bytes);
@@ -748,8 +754,11 @@ int run_compare_part(const Options& opts) {
 
   std::printf("== part compare: char GPT-2 vs BPE GPT-2 vs BPE llama, one budget\n");
   std::printf("corpus: %s\n", corpus.description.c_str());
-  std::printf("split: train = first %zu bytes, validation = last %zu bytes (the same for both tokenizers)\n",
-              train_text.size(), val_text.size());
+  std::printf("split: train = first %zu bytes, validation = last %zu bytes (the same for both tokenizers); "
+              "bits per character count bytes: %s\n",
+              train_text.size(), val_text.size(),
+              s.non_ascii_bytes == 0 ? "the text is ASCII, one byte = one character"
+                                     : (std::to_string(s.non_ascii_bytes) + " bytes are outside ASCII").c_str());
   std::printf("machine: %s; load average %.2f\n", s.machine.c_str(), s.load_start);
 
   std::printf("validation scored: %s (%zu bytes); the curve's points: the first %zu bytes\n",
