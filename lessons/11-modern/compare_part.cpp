@@ -46,6 +46,7 @@
 #include "kernels/harness.h"
 #include "lessons/11-modern/modern_lesson.h"
 #include "nn/check.h"
+#include "nn/cli_checks.h"
 
 namespace lesson11 {
 
@@ -342,6 +343,8 @@ RunResult train_one(const ModelSpec& spec, gpt::Backend& be, int seed, int plann
   r.flops = gpt::flops_per_token(spec.config, T) * static_cast<double>(r.train_tokens);
 
   const Score final_score = score_split(model, be, data.val, data.token_bytes, T, B);
+  NN_CHECK(final_score.bytes > 0, "the validation text is " << data.val.size() << " " << data.tokenizer
+                                   << " token(s): nothing to score. Use a longer text (--data) or a larger --val-bytes");
   r.final_val_bpc = final_score.bpc();
   r.val_bytes_scored = final_score.bytes;
   r.val_tokens_scored = final_score.tokens;
@@ -673,7 +676,7 @@ std::string command_line(const Options& opts, const CompareOptions& o) {
 // ---- the options -----------------------------------------------------------------------------
 void add_compare_options(CLI::App& app, CompareOptions& o) {
   app.add_option("--budget-s", o.budget_s, "compare: seconds of training per model (wall clock; evaluation excluded)")
-      ->check(CLI::Range(0.1, 1e6))
+      ->check(nn::FiniteRange(0.1, 1e6))
       ->capture_default_str();
   app.add_option("--iters", o.iters, "compare: steps per model instead of a time budget (0: from --budget-s)")
       ->check(CLI::Range(0, 10000000))
@@ -715,7 +718,7 @@ void add_compare_options(CLI::App& app, CompareOptions& o) {
       ->check(CLI::IsMember({"naive", "cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--compare-threads", o.threads, "compare: OpenMP threads (0: the default)")
-      ->check(CLI::Range(0, 4096))
+      ->check(nn::ThreadCount())
       ->capture_default_str();
   app.add_option("--compare-json", o.json, "compare: write every run and its curve here (JSON)");
   app.add_option("--compare-md", o.md, "compare: write the markdown record here");
@@ -794,6 +797,10 @@ int run_compare_part(const Options& opts) {
 
   // the steps each model is planned: --iters, or the budget over its probed step time
   for (const ModelSpec& spec : specs) {
+    NN_CHECK(spec.data->train.size() > static_cast<size_t>(spec.T),
+             spec.name << "'s training split is " << spec.data->train.size() << " tokens, its context " << spec.T
+                       << " needs at least " << spec.T + 1 << ": use a longer text (--data) or a smaller "
+                       << (spec.name == "char-gpt2" ? "--char-context" : "--bpe-context (or --char-context)"));
     int planned = o.iters;
     double step_s = 0.0;
     if (planned == 0) {
