@@ -75,6 +75,7 @@ const std::vector<Part>& parts() {
       {"swiglu", run_swiglu_part},
       {"flash", run_flash_part},
       {"gqa", run_gqa_part},
+      {"compare", run_compare_part},
   };
   return p;
 }
@@ -133,6 +134,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   add_gqa_options(app, o.gqa);
+  add_compare_options(app, o.compare);
   app.callback([&o] {
     const char* q = std::getenv("NNLAB_QUICK");
     if (q != nullptr && std::string(q) == "1") o.quick = true;

@@ -19,6 +19,8 @@
 //           flash v3 vs attention v4 forward + backward time at a few T (alternating rounds)
 //   gqa     grouped-query attention: KV-cache bytes per token for each NKV, decode attention's
 //           time against the context, the bandwidth law (gqa_part.cpp)
+//   compare char GPT-2 vs BPE GPT-2 vs BPE llama under one budget, in bits per character
+//           (compare_part.h)
 //   all     every part, in that order
 //
 // --json PATH writes what the parts measured as one JSON object (schema "nnlab-lesson11/1"):
@@ -45,10 +47,12 @@
 
 #include "lessons/11-modern/gqa_part.h"
 
+#include "lessons/11-modern/compare_part.h"
+
 namespace lesson11 {
 
 struct Options {
-  std::string part = "all";  // bpe | norm | rope | swiglu | flash | gqa | all
+  std::string part = "all";  // bpe | norm | rope | swiglu | flash | gqa | compare | all
   std::string data;          // the corpus (default: Tiny Shakespeare, else the Debian fallback)
   bool quick = false;        // --quick, or NNLAB_QUICK=1: small sizes everywhere
   int threads = 0;           // OpenMP threads (0: the default)
@@ -68,6 +72,7 @@ struct Options {
   std::vector<int> flash_T;         // sequence lengths (empty: 256, 512, 1024; --quick 32, 64)
   int flash_rounds = 3;             // alternating timing rounds (medians)
   GqaOptions gqa;                   // part gqa (gqa_part.h)
+  CompareOptions compare;           // compare (compare_part.h); uses --data, --vocab-size, --trainer
 };
 
 void add_options(CLI::App& app, Options& opts);
@@ -78,6 +83,7 @@ int run_norm_part(const Options& opts);    // norm_part.cpp
 int run_rope_part(const Options& opts);    // rope_part.cpp
 int run_swiglu_part(const Options& opts);  // swiglu_part.cpp
 int run_flash_part(const Options& opts);   // flash_part.cpp
+int run_compare_part(const Options& opts); // compare_part.cpp
 
 // ---- shared by the parts (modern_lesson.cpp) ----------------------------------------------
 // Keeps a part's JSON object (its fields, "{...}") for --json; run() writes them all at the end.
