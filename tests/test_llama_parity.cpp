@@ -98,7 +98,7 @@ ParityRun& parity_run(size_t which) {
       r.x[i] = static_cast<int32_t>(rng.below(29));
       r.y[i] = static_cast<int32_t>(rng.below(29));
     }
-    const nn::CharVocab vocab = nn::build_vocab("abcdefghijklmnopqrstuvwxyz.\n");  // 28 + the model's spare id
+    const nn::CharVocab vocab = nn::build_vocab("abcdefghijklmnopqrstuvwxyz.,\n");  // 29 = V
     gpt::save_checkpoint(r.dir.file("weights.safetensors"), r.model, vocab, {}, /*with_optimizer=*/false);
     std::vector<float> xf(r.x.begin(), r.x.end()), yf(r.y.begin(), r.y.end());
     nn::save_safetensors(r.dir.file("batch.safetensors"),
