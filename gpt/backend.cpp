@@ -13,10 +13,14 @@
 #include "kernels/decode.h"
 #include "kernels/dropout.h"
 #include "kernels/encoder.h"
+#include "kernels/flash_attention.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/linear.h"
 #include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
 
 #include "nn/attention.h"
 #include "nn/check.h"
@@ -113,6 +117,15 @@ Backend naive_backend() {
     return kernels::crossentropy_forward_v1(probs, losses, logits, targets, N, V);
   };
   be.crossentropy_backward = kernels::crossentropy_backward_v1<float>;
+  be.rmsnorm_forward = kernels::rmsnorm_forward_v1<float>;
+  be.rmsnorm_backward = kernels::rmsnorm_backward_v1<float>;
+  be.rope_forward = kernels::rope_forward_v1<float>;
+  be.rope_backward = kernels::rope_backward_v1<float>;
+  be.swiglu_forward = kernels::swiglu_forward_v1<float>;
+  be.swiglu_backward = kernels::swiglu_backward_v1<float>;
+  // v1 materialises each head's (T, T) probabilities: the reference loops
+  be.flash_attention_forward = kernels::flash_attention_forward_v1<float>;
+  be.flash_attention_backward = kernels::flash_attention_backward_v1<float>;
   // the fused ops: left to fill_defaults, the pair (the diagram's order)
   // inference: the plain-loop references of kernels/decode.h
   be.matvec_forward = kernels::matvec_v1;

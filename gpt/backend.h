@@ -130,6 +130,37 @@ struct Backend {
   std::function<void(float* dlogits, const float* probs, const int32_t* targets, int N, int V, float dloss)>
       crossentropy_backward;
 
+  // ---- llama's ops (lesson 11; arch = llama in gpt/model.h) -------------------------------
+  // RMSNorm (kernels/rmsnorm.h): out (N,C), rstd (N); backward: dinp ACCUMULATES (the
+  // residual stream, layernorm_backward's rule), dweight accumulates
+  std::function<void(float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps)>
+      rmsnorm_forward;
+  std::function<void(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                     const float* rstd, int N, int C)>
+      rmsnorm_backward;
+  // RoPE (kernels/rope.h): B*T rows of `stride` floats, NH heads of hs from the pointer,
+  // positions pos0 .. pos0+T-1; cos, sin (>= pos0+T, hs/2) in this backend's memory; out may
+  // be inp. Backward: the inverse rotation, ASSIGNED.
+  std::function<void(float* out, const float* inp, const float* cos, const float* sin, int B, int T, int NH, int hs,
+                     int stride, int pos0)>
+      rope_forward;
+  std::function<void(float* dinp, const float* dout, const float* cos, const float* sin, int B, int T, int NH, int hs,
+                     int stride, int pos0)>
+      rope_backward;
+  // SwiGLU (kernels/swiglu.h): out (rows,H) = silu(gate) * up, gate and up rows `ld` apart;
+  // backward: dgate, dup ASSIGNED
+  std::function<void(float* out, const float* gate, const float* up, int rows, int H, int ld)> swiglu_forward;
+  std::function<void(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int rows, int H,
+                     int ld)>
+      swiglu_backward;
+  // Causal grouped-query flash attention (kernels/flash_attention.h): qkv (B,T,C+2 NKV hs)
+  // -> out (B,T,C), lse (B,NH,T); backward: dqkv ASSIGNED
+  std::function<void(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, int NKV)>
+      flash_attention_forward;
+  std::function<void(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse, int B,
+                     int T, int C, int NH, int NKV)>
+      flash_attention_backward;
+
   // ---- fused ops: a backend may fill them with one pass; left empty, fill_defaults makes
   // each the pair of ops it fuses ---------------------------------------------------------
   // residual_out = a + b, then ln_out = layernorm(residual_out)
@@ -190,6 +221,14 @@ void for_each_op(Table& be, F&& f) {
   f("dropout_backward", be.dropout_backward);
   f("crossentropy_forward", be.crossentropy_forward);
   f("crossentropy_backward", be.crossentropy_backward);
+  f("rmsnorm_forward", be.rmsnorm_forward);
+  f("rmsnorm_backward", be.rmsnorm_backward);
+  f("rope_forward", be.rope_forward);
+  f("rope_backward", be.rope_backward);
+  f("swiglu_forward", be.swiglu_forward);
+  f("swiglu_backward", be.swiglu_backward);
+  f("flash_attention_forward", be.flash_attention_forward);
+  f("flash_attention_backward", be.flash_attention_backward);
   f("residual_layernorm_forward", be.residual_layernorm_forward);
   f("matmul_gelu_forward", be.matmul_gelu_forward);
   f("matvec_forward", be.matvec_forward);

@@ -11,6 +11,8 @@
 //   residual, dropout  kernels/residual.h, dropout.h   v2  threads
 //   cross-entropy      kernels/crossentropy.h  v2  SIMD rows with poly_exp
 //   optimizer          kernels/adamw.h         v2  SIMD AdamW, chunked sum of squares
+//   llama (lesson 11)  kernels/rmsnorm.h, rope.h, swiglu.h  v2  SIMD rows across threads;
+//                      kernels/flash_attention.h  v3  SIMD tiles across threads
 //   fused              residual_layernorm v2, linear_gelu v2
 //   inference          kernels/decode.h        the fastest matvec and attention_decode
 //
@@ -29,10 +31,14 @@
 #include "kernels/decode.h"
 #include "kernels/dropout.h"
 #include "kernels/encoder.h"
+#include "kernels/flash_attention.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/linear.h"
 #include "kernels/residual.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
 #include "nn/attention.h"
 #include "nn/ops.h"
 #include "nn/transformer.h"
@@ -87,6 +93,15 @@ Backend cpu_backend() {
     return kernels::crossentropy_forward_v2(probs, losses, logits, targets, N, V);
   };
   be.crossentropy_backward = kernels::crossentropy_backward_v2;
+
+  be.rmsnorm_forward = kernels::rmsnorm_forward_v2;
+  be.rmsnorm_backward = kernels::rmsnorm_backward_v2;
+  be.rope_forward = kernels::rope_forward_v2;
+  be.rope_backward = kernels::rope_backward_v2;
+  be.swiglu_forward = kernels::swiglu_forward_v2;
+  be.swiglu_backward = kernels::swiglu_backward_v2;
+  be.flash_attention_forward = kernels::flash_attention_forward_v3;
+  be.flash_attention_backward = kernels::flash_attention_backward_v3;
 
   be.residual_layernorm_forward = kernels::residual_layernorm_forward_v2;
   be.matmul_gelu_forward = kernels::linear_gelu_forward_v2;

@@ -127,6 +127,15 @@ struct CudaRungs {
         matvec_(use(plan_, "matvec (inference)", k_.matvec, "matvec", "last")),
         attention_decode_(use(plan_, "attention over the KV cache (inference)", k_.attention_decode,
                               "attention_decode", "last")),
+        rmsnorm_forward_(use(plan_, "rmsnorm forward (llama)", k_.rmsnorm_forward, "rmsnorm_forward", "v2")),
+        rmsnorm_backward_(use(plan_, "rmsnorm backward (llama)", k_.rmsnorm_backward, "rmsnorm_backward", "v2")),
+        rope_forward_(use(plan_, "rope forward (llama)", k_.rope_forward, "rope_forward", "v1")),
+        rope_backward_(use(plan_, "rope backward (llama)", k_.rope_backward, "rope_backward", "v1")),
+        swiglu_forward_(use(plan_, "swiglu forward (llama)", k_.swiglu_forward, "swiglu_forward", "v1")),
+        swiglu_backward_(use(plan_, "swiglu backward (llama)", k_.swiglu_backward, "swiglu_backward", "v1")),
+        flash_(use(plan_, "flash attention forward", k_.flash_attention, "flash_attention", "v1")),
+        flash_backward_(use(plan_, "flash attention backward", k_.flash_attention_backward, "flash_attention_backward",
+                            "v1")),
         sum_buffer_(dev, kc::kSumWorkspaceDoubles + 1) {}
 
   double measure_peak_flops(std::string* what) {
@@ -247,6 +256,14 @@ struct CudaRungs {
   const kernels::OpVersion<kc::AdamWFn>& adamw_;
   const kernels::OpVersion<kc::MatvecFn>& matvec_;
   const kernels::OpVersion<kc::AttentionDecodeFn>& attention_decode_;
+  const kernels::OpVersion<kc::RmsnormForwardFn>& rmsnorm_forward_;
+  const kernels::OpVersion<kc::RmsnormBackwardFn>& rmsnorm_backward_;
+  const kernels::OpVersion<kc::RopeFn>& rope_forward_;
+  const kernels::OpVersion<kc::RopeFn>& rope_backward_;
+  const kernels::OpVersion<kc::SwigluForwardFn>& swiglu_forward_;
+  const kernels::OpVersion<kc::SwigluBackwardFn>& swiglu_backward_;
+  const kernels::OpVersion<kc::FlashAttentionFn>& flash_;
+  const kernels::OpVersion<kc::FlashAttentionBackwardFn>& flash_backward_;
   Array<double> sum_buffer_;  // the result, then the sum's workspace
   Array<float> own_workspace_;
 };
@@ -308,6 +325,33 @@ Backend cuda_backend(kc::Device& device, const std::string& precision) {
   be.attention_backward = [r](float* dqkv, float* dpreatt, float* /*datt: follows dpreatt*/, const float* dout,
                               const float* qkv, const float* att, int B, int T, int C, int NH) {
     r->attention_backward(dqkv, dpreatt, dout, qkv, att, B, T, C, NH);
+  };
+
+  // llama's ops (lesson 11): kernels/cuda/llama_ops.cu and flash_attention.cu
+  be.rmsnorm_forward = [r](float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps) {
+    r->rmsnorm_forward_.fn(out, rstd, inp, weight, N, C, eps);
+  };
+  be.rmsnorm_backward = [r](float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                            const float* rstd, int N, int C) {
+    r->rmsnorm_backward_.fn(dinp, dweight, dout, inp, weight, rstd, N, C);
+  };
+  be.rope_forward = [r](float* out, const float* inp, const float* cos, const float* sin, int B, int T, int NH, int hs,
+                        int stride, int pos0) { r->rope_forward_.fn(out, inp, cos, sin, B, T, NH, hs, stride, pos0); };
+  be.rope_backward = [r](float* dinp, const float* dout, const float* cos, const float* sin, int B, int T, int NH,
+                         int hs, int stride, int pos0) {
+    r->rope_backward_.fn(dinp, dout, cos, sin, B, T, NH, hs, stride, pos0);
+  };
+  be.swiglu_forward = [r](float* out, const float* gate, const float* up, int rows, int H, int ld) {
+    r->swiglu_forward_.fn(out, gate, up, rows, H, ld);
+  };
+  be.swiglu_backward = [r](float* dgate, float* dup, const float* dout, const float* gate, const float* up, int rows,
+                           int H, int ld) { r->swiglu_backward_.fn(dgate, dup, dout, gate, up, rows, H, ld); };
+  be.flash_attention_forward = [r](float* out, float* lse, const float* qkv, int B, int T, int C, int NH, int NKV) {
+    r->flash_.fn(out, lse, qkv, B, T, C, NH, NKV);
+  };
+  be.flash_attention_backward = [r](float* dqkv, const float* dout, const float* qkv, const float* out,
+                                    const float* lse, int B, int T, int C, int NH, int NKV) {
+    r->flash_backward_.fn(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV);
   };
 
   be.gelu_forward = [r](float* out, const float* inp, int64_t n) {

@@ -24,6 +24,21 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--dropout", o.dropout, "Dropout probability in training")->check(nn::FiniteRange(0.0, 0.99))->capture_default_str()->group(m);
   app.add_option("--bias", o.bias, "Biases in the Linear and LayerNorm layers (true: GPT-2; false: nanoGPT's Shakespeare config)")
       ->capture_default_str()->group(m);
+  app.add_option("--arch", o.arch, "The block: gpt2 (LayerNorm, learned positions, GELU MLP) or llama (lesson 11: "
+                 "RMSNorm, RoPE, SwiGLU, grouped-query attention, no biases)")
+      ->check(CLI::IsMember({"gpt2", "llama"}))->capture_default_str()->group(m);
+  app.add_option("--n-kv-head", o.n_kv_head, "llama: key/value heads, dividing --n-head (0: --n-head, multi-head; 1: "
+                 "multi-query)")->check(CLI::Range(0, 1024))->capture_default_str()->group(m);
+  app.add_option("--ffn-hidden", o.ffn_hidden, "llama: the SwiGLU width H (0: 8 n_embd / 3 rounded up to 32)")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str()->group(m);
+  app.add_option("--rope-theta", o.rope_theta, "llama: RoPE's base theta")->check(nn::FiniteRange(1.0001, 1e12))
+      ->capture_default_str()->group(m);
+  app.add_option("--norm-eps", o.norm_eps, "llama: RMSNorm's epsilon")->check(nn::FiniteRange(1e-30, 0.5))
+      ->capture_default_str()->group(m);
+  app.add_flag("--untied-head", o.untied_head, "llama: an output head lm_head of its own instead of wte")->group(m);
+  app.add_option("--attention", o.attention, "auto (llama: flash, gpt2: full), full (keeps the T x T maps; "
+                 "multi-head only) or flash (keeps one log-sum-exp per row)")
+      ->check(CLI::IsMember({"auto", "full", "flash"}))->capture_default_str()->group(m);
   app.add_option("--data", o.data, "Text file to train on (default: Tiny Shakespeare, else a Debian text)")->group(d);
   app.add_option("--val-fraction", o.val_fraction, "Fraction of the text held out for validation (the end)")->check(nn::FiniteRange(0.01, 0.5))->capture_default_str()->group(d);
   app.add_option("--batch-size", o.batch_size, "Sequences per micro-batch B")->check(CLI::Range(1, 65536))->capture_default_str()->group(t);
@@ -68,7 +83,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
 
   // which of them were given (on the command line, or by apply_config_file): --resume
   // checks the model's against the checkpoint, and only a default --prompt may be replaced
-  for (const char* name : {"n-layer", "n-head", "n-embd", "block-size", "dropout", "bias", "prompt"}) {
+  for (const char* name : {"n-layer", "n-head", "n-embd", "block-size", "dropout", "bias", "prompt", "arch",
+                           "n-kv-head", "ffn-hidden", "rope-theta", "norm-eps", "untied-head", "attention"}) {
     const std::string key = name;
     app.get_option("--" + key)->each([&o, key](const std::string&) { o.given.insert(key); });
   }

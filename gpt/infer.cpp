@@ -38,11 +38,11 @@ namespace {
 // Every matrix the decoder reads packed, with its (rows, cols), checked before any work.
 void check_model_packable(const GPTConfig& c, kernels::WeightFormat f) {
   const int C = c.n_embd;
-  check_packable(f, 3 * C, C, "attn.c_attn.weight");
+  check_packable(f, qkv_channels(c), C, "attn.c_attn.weight");
   check_packable(f, C, C, "attn.c_proj.weight");
-  check_packable(f, 4 * C, C, "mlp.c_fc.weight");
-  check_packable(f, C, 4 * C, "mlp.c_proj.weight");
-  check_packable(head_format(f), c.vocab_size, C, "the head (wte)");
+  check_packable(f, fc_channels(c), C, "mlp.c_fc.weight");
+  check_packable(f, C, mlp_hidden(c), "mlp.c_proj.weight");
+  check_packable(head_format(f), c.vocab_size, C, c.tie_embeddings ? "the head (wte)" : "the head (lm_head)");
 }
 
 // Packs on the host (kernels::pack_weights), then moves the result into `memory` (a move
@@ -69,7 +69,8 @@ int64_t InferenceModel::weight_bytes_per_token() const {
     b += static_cast<i64>(qkvw[l].bytes() + attprojw[l].bytes() + fcw[l].bytes() + fcprojw[l].bytes());
   }
   b += static_cast<i64>(vectors.size() * sizeof(float));
-  b += 2 * static_cast<i64>(config.n_embd) * static_cast<i64>(sizeof(float));  // one row of wte, one of wpe
+  // one row of wte, and one of wpe (gpt2)
+  b += (wpe.empty() ? 1 : 2) * static_cast<i64>(config.n_embd) * static_cast<i64>(sizeof(float));
   return b;
 }
 
@@ -78,7 +79,7 @@ int64_t InferenceModel::bytes() const {
   for (size_t l = 0; l < qkvw.size(); ++l) {
     b += static_cast<i64>(qkvw[l].bytes() + attprojw[l].bytes() + fcw[l].bytes() + fcprojw[l].bytes());
   }
-  b += static_cast<i64>((vectors.size() + wte.size() + wpe.size()) * sizeof(float));
+  b += static_cast<i64>((vectors.size() + wte.size() + wpe.size() + rope_cos.size() + rope_sin.size()) * sizeof(float));
   return b;
 }
 
@@ -109,10 +110,20 @@ InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory
   m.format = format;
   m.wte = Array<float>(memory, static_cast<size_t>(V * C));
   m.wte.upload(P.wte, m.wte.size());
-  m.wpe = Array<float>(memory, static_cast<size_t>(maxT * C));
-  m.wpe.upload(P.wpe, m.wpe.size());
   m.params.wte = m.wte.data();
-  m.params.wpe = m.wpe.data();
+  if (P.wpe != nullptr) {
+    m.wpe = Array<float>(memory, static_cast<size_t>(maxT * C));
+    m.wpe.upload(P.wpe, m.wpe.size());
+    m.params.wpe = m.wpe.data();
+  }
+  if (c.arch == Arch::llama) {
+    // RoPE's tables, as gpt_create makes them
+    m.rope_cos = Array<float>(memory, model.rope_cos.size());
+    m.rope_sin = Array<float>(memory, model.rope_sin.size());
+    const std::vector<float> cos = model.rope_cos.to_vector(), sin = model.rope_sin.to_vector();
+    m.rope_cos.upload(cos.data(), cos.size());
+    m.rope_sin.upload(sin.data(), sin.size());
+  }
 
   // the vectors (the rank-1 rows of kParams), one after another; a bias the model lacks
   // takes no room
@@ -131,12 +142,12 @@ InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory
   const int Ci = c.n_embd;
   for (int l = 0; l < L; ++l) {
     const ParameterTensors p = layer_params(P, c, l);
-    m.qkvw.push_back(pack_into(p.qkvw, 3 * Ci, Ci, format, memory));
+    m.qkvw.push_back(pack_into(p.qkvw, qkv_channels(c), Ci, format, memory));
     m.attprojw.push_back(pack_into(p.attprojw, Ci, Ci, format, memory));
-    m.fcw.push_back(pack_into(p.fcw, 4 * Ci, Ci, format, memory));
-    m.fcprojw.push_back(pack_into(p.fcprojw, Ci, 4 * Ci, format, memory));
+    m.fcw.push_back(pack_into(p.fcw, fc_channels(c), Ci, format, memory));
+    m.fcprojw.push_back(pack_into(p.fcprojw, Ci, mlp_hidden(c), format, memory));
   }
-  m.head = pack_into(P.wte, c.vocab_size, Ci, head_format(format), memory);
+  m.head = pack_into(head_weight(P), c.vocab_size, Ci, head_format(format), memory);
   return m;
 }
 
@@ -147,12 +158,12 @@ GPT dequantized_copy(const GPT& model, kernels::WeightFormat format) {
   const int Ci = c.n_embd;
   for (int l = 0; l < c.n_layer; ++l) {
     const ParameterTensors p = layer_params(out.params, c, l);
-    round_trip(p.qkvw, 3 * Ci, Ci, format);
+    round_trip(p.qkvw, qkv_channels(c), Ci, format);
     round_trip(p.attprojw, Ci, Ci, format);
-    round_trip(p.fcw, 4 * Ci, Ci, format);
-    round_trip(p.fcprojw, Ci, 4 * Ci, format);
+    round_trip(p.fcw, fc_channels(c), Ci, format);
+    round_trip(p.fcprojw, Ci, mlp_hidden(c), format);
   }
-  round_trip(out.params.wte, c.vocab_size, Ci, head_format(format));
+  round_trip(const_cast<float*>(head_weight(out.params)), c.vocab_size, Ci, head_format(format));
   return out;
 }
 
@@ -163,7 +174,7 @@ GPT dequantized_copy(const GPT& model, kernels::WeightFormat format) {
 namespace {
 
 ActivationLayout decoder_layout(const GPTConfig& c, int max_batch) {
-  ActivationLayout l;
+  ActivationLayout l = with_config(ActivationLayout{}, c);
   l.B = max_batch;
   l.T = c.block_size;
   l.stacked = false;
@@ -187,12 +198,20 @@ class DecodeKernels final : public BlockKernels {
     linear(pre, inp, w, N);
     be_.gelu_forward(out, pre, static_cast<i64>(N) * w.out);
   }
-  void attention(float* out, float* /*preatt*/, float* /*att*/, const float* qkv, int layer) override {
+  void attention(float* out, float* /*preatt*/, float* /*att*/, float* /*lse*/, const float* qkv, int layer) override {
     const GPTConfig& c = m_.config;
-    // layer l's cache: (max_batch, maxT, C) for k and for v
-    const i64 layer_kv = static_cast<i64>(max_batch_) * c.block_size * c.n_embd;
+    // layer l's cache: (max_batch, maxT, NKV hs) for k and for v
+    const i64 layer_kv = static_cast<i64>(max_batch_) * c.block_size * kv_channels(c);
+    NN_CHECK(kv_heads(c) == c.n_head, "Decoder: grouped-query attention over the KV cache is not wired yet");
     be_.attention_decode(out, kcache_ + layer * layer_kv, vcache_ + layer * layer_kv, qkv, B_, n_, pos_, c.n_embd,
                          c.n_head, c.block_size);
+  }
+  void rope(float* qkv) override {
+    // the n new positions of each sequence continue where the cache ends
+    const GPTConfig& c = m_.config;
+    const int C = c.n_embd, hs = C / c.n_head, QKV = qkv_channels(c);
+    be_.rope_forward(qkv, qkv, m_.rope_cos.data(), m_.rope_sin.data(), B_, n_, c.n_head, hs, QKV, pos_);
+    be_.rope_forward(qkv + C, qkv + C, m_.rope_cos.data(), m_.rope_sin.data(), B_, n_, kv_heads(c), hs, QKV, pos_);
   }
 
  private:
@@ -214,7 +233,7 @@ Decoder::Decoder(const InferenceModel& m, Backend& be, int max_batch) : m_(&m), 
            "Decoder: the model is in " << m.wte.memory().where() << " but the " << be.name() << " backend computes in "
                                        << be.memory().where() << " (pack_model(model, format, backend.memory()))");
   const size_t kv = static_cast<size_t>(c.n_layer) * static_cast<size_t>(max_batch) *
-                    static_cast<size_t>(c.block_size) * static_cast<size_t>(c.n_embd);
+                    static_cast<size_t>(c.block_size) * static_cast<size_t>(kv_channels(c));
   kcache_ = Array<float>(be.memory(), kv);
   vcache_ = Array<float>(be.memory(), kv);
   layout_ = decoder_layout(c, max_batch);
@@ -231,7 +250,7 @@ void Decoder::rewind(int p) {
 
 int64_t Decoder::kv_cache_bytes() const {
   const GPTConfig& c = m_->config;
-  return 2 * static_cast<i64>(c.n_layer) * max_batch_ * c.block_size * c.n_embd * static_cast<i64>(sizeof(float));
+  return 2 * static_cast<i64>(c.n_layer) * max_batch_ * c.block_size * kv_channels(c) * static_cast<i64>(sizeof(float));
 }
 
 const std::vector<float>& Decoder::step(const int32_t* tokens, int B, int n) {
@@ -254,11 +273,13 @@ const std::vector<float>& Decoder::step(const int32_t* tokens, int B, int n) {
   const int Ni = static_cast<int>(N);
 
   // x (B, n, C) = wte[tok] + wpe[pos + t]: the positions continue where the cache ends
-  be.encoder_forward(A.encoded, ids_.data(), M.wte.data(), M.wpe.data() + static_cast<i64>(pos_) * C, B, n, C, V);
-  // the L blocks (training's block_forward) and LN_f, with the decode kernels
+  // (llama: wte[tok]; its positions enter through RoPE, DecodeKernels::rope)
+  be.encoder_forward(A.encoded, ids_.data(), M.wte.data(),
+                     M.wpe.empty() ? nullptr : M.wpe.data() + static_cast<i64>(pos_) * C, B, n, C, V);
+  // the L blocks (training's block_forward) and the final norm, with the decode kernels
   DecodeKernels k(M, be, kcache_.data(), vcache_.data(), max_batch_, B, n, pos_);
-  transformer_forward(be, k, c, M.params, A, layout_, A.encoded, Ni, Dropout{}, fuses(be, fusion_));
-  // the head (wte, tied; no bias): logits (B, n, V)
+  transformer_forward(be, k, c, M.params, A, layout_, A.encoded, Ni, Dropout{}, fuses(be, fusion_, c));
+  // the head (wte when tied, else lm_head; no bias): logits (B, n, V)
   be.matvec_forward(A.logits, A.lnf, M.head.view(), nullptr, Ni);
   logits_.resize(static_cast<size_t>(N * V));
   acts_.memory().to_host(logits_.data(), A.logits, logits_.size() * sizeof(float));

@@ -40,7 +40,8 @@ struct InferenceModel {
 
   GPTConfig config;
   kernels::WeightFormat format = kernels::WeightFormat::f32;
-  Array<float> wte, wpe;  // (V, C), (maxT, C): the lookups
+  Array<float> wte, wpe;  // (V, C), (maxT, C): the lookups (no wpe for llama)
+  Array<float> rope_cos, rope_sin;  // llama: RoPE's tables (maxT, hs/2), as gpt_create makes them
   Array<float> vectors;   // every vector of kParams (LayerNorm weights and biases, Linear biases), fp32
   // The fp32 tensors as the block reads them: wte and wpe into the arrays above, the vectors
   // into `vectors` (per layer stacked over L; nullptr for biases the model lacks). The four
@@ -90,7 +91,7 @@ class Decoder {
   // positions pos() .. pos()+n-1; returns their logits (B, n, V), copied to the host;
   // pos() += n. nn::Error when pos() + n > block_size, B > max_batch or an id >= V.
   const std::vector<float>& step(const int32_t* tokens, int B, int n);
-  // Bytes of the KV cache: 2 L max_batch block_size C floats.
+  // Bytes of the KV cache: 2 L max_batch block_size NKV hs floats (C with multi-head attention).
   int64_t kv_cache_bytes() const;
   // Residual + LayerNorm fused or not (gpt::Fusion; default: as the backend says). The
   // logits are the same either way (tests/test_gpt_infer.cpp).

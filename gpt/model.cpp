@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/rope.h"
 #include "nn/check.h"
 #include "nn/rng.h"
 
@@ -29,13 +30,24 @@ i64 dim_value(Dim d, const GPTConfig& c, int B, int T) {
     case Sym::B: v = B; break;
     case Sym::T: v = T; break;
     case Sym::NH: v = c.n_head; break;
+    case Sym::QKV: v = qkv_channels(c); break;
+    case Sym::H: v = mlp_hidden(c); break;
+    case Sym::FC: v = fc_channels(c); break;
   }
   return d.mult * v;
 }
 
 // ---- parameters, from kParams ----
 
-bool present(const ParamSpec& s, const GPTConfig& c) { return !s.bias || c.bias; }
+bool present(const ParamSpec& s, const GPTConfig& c) {
+  switch (s.needs) {
+    case Needs::always: return true;
+    case Needs::bias: return c.bias;
+    case Needs::wpe: return c.arch == Arch::gpt2;
+    case Needs::untied: return !c.tie_embeddings;
+  }
+  return false;
+}
 
 // ---- activations and scratch, from kActivations / kScratch ----
 
@@ -43,10 +55,14 @@ template <class Tensors>
 bool held(const TensorSpec<Tensors>& s, const ActivationLayout& l) {
   switch (s.held) {
     case Held::always: return true;
-    case Held::preatt: return l.preatt;
-    case Held::att: return l.att;
+    case Held::preatt: return l.preatt && l.att && !l.flash;
+    case Held::att: return l.att && !l.flash;
+    case Held::lse: return l.att && l.flash;
     case Held::masks: return l.masks;
     case Held::loss: return l.loss;
+    case Held::mean: return l.arch == Arch::gpt2;
+    case Held::gelu: return l.arch == Arch::gpt2;
+    case Held::swiglu: return l.arch == Arch::llama;
   }
   return false;
 }
@@ -83,18 +99,18 @@ Tensors point_rows(const TensorSpec<Tensors> (&rows)[K], float* base, const GPTC
   return t;
 }
 
-// The scratch is one layer's worth at (B, T), every row held.
-ActivationLayout scratch_layout(int B, int T) {
+// The scratch is one layer's worth at (B, T), every row the config's attention needs held.
+ActivationLayout scratch_layout(const GPTConfig& c, int B, int T) {
   ActivationLayout l;
   l.B = B;
   l.T = T;
   l.stacked = false;
-  return l;
+  return with_config(l, c);
 }
 
 // What a training model's activations hold at (B, T).
-ActivationLayout training_layout(int B, int T, bool masks, bool preatt) {
-  ActivationLayout l;
+ActivationLayout training_layout(const GPTConfig& c, int B, int T, bool masks, bool preatt) {
+  ActivationLayout l = with_config(ActivationLayout{}, c);
   l.B = B;
   l.T = T;
   l.stacked = true;
@@ -122,8 +138,8 @@ void ensure_activations(GPT& m, int B, int T, bool masks, bool preatt) {
   Memory& mem = gpt_memory(m);
   m.acts_memory = Array<float>();  // free the old ones first: on a GPU both may not fit
   m.scratch_memory = Array<float>();
-  m.acts_memory = make_array<float>(mem, static_cast<size_t>(activation_floats(m.config, training_layout(Ba, Ta, want_masks, preatt))));
-  m.scratch_memory = make_array<float>(mem, static_cast<size_t>(total_floats(kScratch, m.config, scratch_layout(Ba, Ta))));
+  m.acts_memory = make_array<float>(mem, static_cast<size_t>(activation_floats(m.config, training_layout(m.config, Ba, Ta, want_masks, preatt))));
+  m.scratch_memory = make_array<float>(mem, static_cast<size_t>(total_floats(kScratch, m.config, scratch_layout(m.config, Ba, Ta))));
   m.B_alloc = Ba;
   m.T_alloc = Ta;
   m.masks_alloc = want_masks;
@@ -132,8 +148,8 @@ void ensure_activations(GPT& m, int B, int T, bool masks, bool preatt) {
 
 // Points the model's activations and scratch at its current (B, T).
 void point_activations(GPT& m) {
-  m.acts = activation_tensors(m.acts_memory.data(), m.config, training_layout(m.B, m.T, m.masks_alloc, m.preatt_alloc));
-  m.scratch = point_rows(kScratch, m.scratch_memory.data(), m.config, scratch_layout(m.B, m.T));
+  m.acts = activation_tensors(m.acts_memory.data(), m.config, training_layout(m.config, m.B, m.T, m.masks_alloc, m.preatt_alloc));
+  m.scratch = point_rows(kScratch, m.scratch_memory.data(), m.config, scratch_layout(m.config, m.B, m.T));
 }
 
 }  // namespace
@@ -152,10 +168,20 @@ int64_t numel_of(const Shape& s, const GPTConfig& c, int B, int T) {
   return n;
 }
 
-std::string letters_of(const Shape& s) {
+std::string letters_of(const Shape& s, Arch arch) {
   std::string out = "(";
   for (int i = 0; i < s.rank; ++i) {
     if (i > 0) out += ", ";
+    // gpt2's derived widths in C: QKV = 3C, H = FC = 4C
+    const Sym sym = s.d[i].sym;
+    if (arch == Arch::gpt2 && (sym == Sym::QKV || sym == Sym::H || sym == Sym::FC)) {
+      out += std::to_string(s.d[i].mult * (sym == Sym::QKV ? 3 : 4)) + "C";
+      continue;
+    }
+    if (arch == Arch::llama && sym == Sym::FC) {
+      out += std::to_string(2 * s.d[i].mult) + "H";
+      continue;
+    }
     if (s.d[i].mult != 1) out += std::to_string(s.d[i].mult);
     switch (s.d[i].sym) {
       case Sym::V: out += "V"; break;
@@ -164,6 +190,9 @@ std::string letters_of(const Shape& s) {
       case Sym::B: out += "B"; break;
       case Sym::T: out += "T"; break;
       case Sym::NH: out += "NH"; break;
+      case Sym::QKV: out += "QKV"; break;
+      case Sym::H: out += "H"; break;
+      case Sym::FC: out += "FC"; break;
     }
   }
   return out + ")";
@@ -190,6 +219,12 @@ ParameterTensors layer_params(const ParameterTensors& p, const GPTConfig& c, int
     if (s.per_layer) out.*s.field = at(p.*s.field, l * numel_of(s.shape, c));
   }
   return out;
+}
+
+ActivationLayout with_config(ActivationLayout l, const GPTConfig& c) {
+  l.arch = c.arch;
+  l.flash = attention_of(c) == AttentionKind::flash;
+  return l;
 }
 
 int64_t activation_floats(const GPTConfig& c, const ActivationLayout& layout) {
@@ -224,10 +259,6 @@ void validate(const GPTConfig& c) {
                                                                      << " (each key/value head serves n_head / "
                                                                         "n_kv_head query heads)");
   NN_CHECK(c.ffn_hidden >= 0, "GPT config: ffn_hidden=" << c.ffn_hidden << " must be >= 0 (0: the default)");
-  const AttentionKind att = attention_of(c);
-  NN_CHECK(att == AttentionKind::flash || NKV == c.n_head,
-           "GPT config: full attention is multi-head only (n_kv_head=" << NKV << " != n_head=" << c.n_head
-                                                                       << "); use attention=flash");
   if (c.arch == Arch::gpt2) {
     NN_CHECK(NKV == c.n_head, "GPT config: arch=gpt2 has multi-head attention (n_kv_head=" << NKV
                                                                                           << " != n_head=" << c.n_head
@@ -244,6 +275,10 @@ void validate(const GPTConfig& c) {
     NN_CHECK(std::isfinite(c.norm_eps) && c.norm_eps > 0.0f && c.norm_eps < 1.0f,
              "GPT config: norm_eps=" << c.norm_eps << " must be in (0, 1)");
   }
+  const AttentionKind att = attention_of(c);
+  NN_CHECK(att == AttentionKind::flash || NKV == c.n_head,
+           "GPT config: full attention is multi-head only (n_kv_head=" << NKV << " != n_head=" << c.n_head
+                                                                       << "); use attention=flash");
 }
 
 int kv_heads(const GPTConfig& c) { return c.n_kv_head > 0 ? c.n_kv_head : c.n_head; }
@@ -252,7 +287,9 @@ int mlp_hidden(const GPTConfig& c) {
   if (c.arch == Arch::gpt2) return 4 * c.n_embd;
   return c.ffn_hidden > 0 ? c.ffn_hidden : default_ffn_hidden(c.n_embd);
 }
-int qkv_channels(const GPTConfig& c) { return c.n_embd + 2 * kv_heads(c) * (c.n_embd / c.n_head); }
+int qkv_channels(const GPTConfig& c) { return c.n_embd + 2 * kv_channels(c); }
+int fc_channels(const GPTConfig& c) { return c.arch == Arch::llama ? 2 * mlp_hidden(c) : mlp_hidden(c); }
+int kv_channels(const GPTConfig& c) { return kv_heads(c) * (c.n_embd / c.n_head); }
 AttentionKind attention_of(const GPTConfig& c) {
   if (c.attention != AttentionKind::automatic) return c.attention;
   return c.arch == Arch::llama ? AttentionKind::flash : AttentionKind::full;
@@ -321,7 +358,7 @@ int64_t num_parameters(const GPTConfig& c) {
 }
 
 int64_t num_parameters_non_embedding(const GPTConfig& c) {
-  return num_parameters(c) - static_cast<i64>(c.block_size) * c.n_embd;
+  return num_parameters(c) - (c.arch == Arch::gpt2 ? static_cast<i64>(c.block_size) * c.n_embd : 0);
 }
 
 GPT gpt_create(const GPTConfig& config, Memory& memory) {
@@ -337,6 +374,18 @@ GPT gpt_create(const GPTConfig& config, Memory& memory) {
   m.v_memory = make_array<float>(memory, n);
   m.params = param_tensors(m.params_memory.data(), config);
   m.grads = param_tensors(m.grads_memory.data(), config);
+  if (config.arch == Arch::llama) {
+    // RoPE's angles for positions 0 .. block_size-1, computed once on the host in double
+    const int half = config.n_embd / config.n_head / 2;
+    const auto rows = static_cast<size_t>(config.block_size) * static_cast<size_t>(half);
+    std::vector<float> cos(rows), sin(rows);
+    kernels::rope_tables(cos.data(), sin.data(), config.block_size, config.n_embd / config.n_head,
+                         static_cast<double>(config.rope_theta));
+    m.rope_cos = make_array<float>(memory, rows);
+    m.rope_sin = make_array<float>(memory, rows);
+    m.rope_cos.upload(cos.data(), rows);
+    m.rope_sin.upload(sin.data(), rows);
+  }
   return m;
 }
 
@@ -395,30 +444,73 @@ void gpt_init_weights(GPT& model, uint64_t seed) {
 
 // ---- the block ---------------------------------------------------------------------------------
 
-bool fuses(const Backend& be, Fusion f) {
+bool fuses(const Backend& be, Fusion f, const GPTConfig& c) {
+  if (c.arch == Arch::llama) return false;  // no fused residual + RMSNorm op (block_forward)
   return f == Fusion::backend ? be.fuses_residual_layernorm() : f == Fusion::fused;
 }
 
-void block_forward(Backend& be, BlockKernels& k, int l, const ParameterTensors& p, const ActivationTensors& a,
-                   const float* x, int N, int C, const Dropout& drop, bool fuse, bool ln1_ready, const NextNorm* next) {
+namespace {
+
+// The norm before a branch (or the final one): LayerNorm (gpt2) or RMSNorm (llama).
+void norm_forward(Backend& be, const GPTConfig& c, float* out, float* mean, float* rstd, const float* inp,
+                  const float* weight, const float* bias, int N) {
+  if (c.arch == Arch::llama) {
+    be.rmsnorm_forward(out, rstd, inp, weight, N, c.n_embd, c.norm_eps);
+  } else {
+    be.layernorm_forward(out, mean, rstd, inp, weight, bias, N, c.n_embd);
+  }
+}
+
+// Its backward: dinp ACCUMULATES (the residual stream), dweight (and dbias) accumulate.
+void norm_backward(Backend& be, const GPTConfig& c, float* dinp, float* dweight, float* dbias, const float* dout,
+                   const float* inp, const float* weight, const float* mean, const float* rstd, int N) {
+  if (c.arch == Arch::llama) {
+    be.rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, c.n_embd);
+  } else {
+    be.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, c.n_embd);
+  }
+}
+
+}  // namespace
+
+void final_norm(Backend& be, const GPTConfig& c, const ParameterTensors& P, const ActivationTensors& A, const float* x,
+                int N) {
+  norm_forward(be, c, A.lnf, A.lnf_mean, A.lnf_rstd, x, P.lnfw, P.lnfb, N);
+}
+
+void block_forward(Backend& be, BlockKernels& k, const GPTConfig& c, int l, const ParameterTensors& p,
+                   const ActivationTensors& a, const float* x, int N, const Dropout& drop, bool fuse, bool ln1_ready,
+                   const NextNorm* next) {
+  const int C = c.n_embd, QKV = qkv_channels(c), H = mlp_hidden(c);
+  const bool llama = c.arch == Arch::llama;
+  NN_CHECK(!(llama && (fuse || ln1_ready || next != nullptr)),
+           "block_forward: arch=llama has no fused residual + RMSNorm (gpt/model.h)");
   const i64 NC = static_cast<i64>(N) * C;
 
-  // attention branch: residual2 = x + proj(attention(LN1(x)))
-  if (!ln1_ready) be.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1w, p.ln1b, N, C);
-  k.linear(a.qkv, a.ln1, {Linear::qkv, l, p.qkvw, p.qkvb, C, 3 * C}, N);
-  k.attention(a.atty, a.preatt, a.att, a.qkv, l);
+  // attention branch: residual2 = x + proj(attention(norm1(x)))
+  if (!ln1_ready) norm_forward(be, c, a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1w, p.ln1b, N);
+  k.linear(a.qkv, a.ln1, {Linear::qkv, l, p.qkvw, p.qkvb, C, QKV}, N);
+  if (llama) k.rope(a.qkv);  // q and k rotated by their positions, in place
+  k.attention(a.atty, a.preatt, a.att, a.lse, a.qkv, l);
   k.linear(a.attproj, a.atty, {Linear::attproj, l, p.attprojw, p.attprojb, C, C}, N);
   if (drop.p > 0.0f) be.dropout_forward(a.attproj, a.attproj_mask, a.attproj, NC, drop.p, site_seed(drop.seed, 1 + 2 * l));
   if (fuse) {
     be.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, x, a.attproj, p.ln2w, p.ln2b, N, C);
   } else {
     be.residual_forward(a.residual2, x, a.attproj, NC);
-    be.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, N, C);
+    norm_forward(be, c, a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, N);
   }
 
-  // MLP branch: residual3 = residual2 + fcproj(gelu(fc(LN2(residual2))))
-  k.linear_gelu(a.fch, a.fch_gelu, a.ln2, {Linear::fc, l, p.fcw, p.fcb, C, 4 * C}, N);
-  k.linear(a.fcproj, a.fch_gelu, {Linear::fcproj, l, p.fcprojw, p.fcprojb, 4 * C, C}, N);
+  // MLP branch: residual3 = residual2 + fcproj(act(fc(norm2(residual2))))
+  if (llama) {
+    // SwiGLU: fc is [gate | up] (N, 2H) in one product, then silu(gate) * up (N, H)
+    k.linear(a.fch, a.ln2, {Linear::fc, l, p.fcw, p.fcb, C, 2 * H}, N);
+    be.swiglu_forward(a.fch_swiglu, a.fch, a.fch + H, N, H, 2 * H);
+    k.linear(a.fcproj, a.fch_swiglu, {Linear::fcproj, l, p.fcprojw, p.fcprojb, H, C}, N);
+  } else {
+    k.linear_gelu(a.fch, a.fch_gelu, a.ln2, {Linear::fc, l, p.fcw, p.fcb, C, H}, N);
+    k.linear(a.fcproj, a.fch_gelu, {Linear::fcproj, l, p.fcprojw, p.fcprojb, H, C}, N);
+  }
   if (drop.p > 0.0f) be.dropout_forward(a.fcproj, a.fcproj_mask, a.fcproj, NC, drop.p, site_seed(drop.seed, 2 + 2 * l));
   if (next != nullptr) {
     // fused: the LayerNorm that follows (the next block's LN1, or LN_f) in the same pass
@@ -432,7 +524,7 @@ void block_forward(Backend& be, BlockKernels& k, int l, const ParameterTensors& 
 void transformer_forward(Backend& be, BlockKernels& k, const GPTConfig& c, const ParameterTensors& P,
                          const ActivationTensors& A, const ActivationLayout& layout, const float* x, int N,
                          const Dropout& drop, bool fuse) {
-  const int L = c.n_layer, C = c.n_embd;
+  const int L = c.n_layer;
   const float* in = x;  // the residual stream entering block l
   for (int l = 0; l < L; ++l) {
     const ActivationTensors a = layer_activations(A, c, layout, l);
@@ -444,10 +536,18 @@ void transformer_forward(Backend& be, BlockKernels& k, const GPTConfig& c, const
       next = {an.ln1, an.ln1_mean, an.ln1_rstd, pn.ln1w, pn.ln1b};
     }
     // fused, block l > 0 finds its LN1 computed by block l - 1's last residual add
-    block_forward(be, k, l, p, a, in, N, C, drop, fuse, /*ln1_ready=*/fuse && l > 0, fuse ? &next : nullptr);
+    block_forward(be, k, c, l, p, a, in, N, drop, fuse, /*ln1_ready=*/fuse && l > 0, fuse ? &next : nullptr);
     in = a.residual3;
   }
-  if (!fuse) be.layernorm_forward(A.lnf, A.lnf_mean, A.lnf_rstd, in, P.lnfw, P.lnfb, N, C);
+  if (!fuse) final_norm(be, c, P, A, in, N);
+}
+
+void apply_rope(Backend& be, const GPT& m, float* qkv, int B, int T, int pos0, bool inverse) {
+  const GPTConfig& c = m.config;
+  const int C = c.n_embd, hs = C / c.n_head, QKV = qkv_channels(c);
+  const auto& rope = inverse ? be.rope_backward : be.rope_forward;
+  rope(qkv, qkv, m.rope_cos.data(), m.rope_sin.data(), B, T, c.n_head, hs, QKV, pos0);        // q: NH heads at 0
+  rope(qkv + C, qkv + C, m.rope_cos.data(), m.rope_sin.data(), B, T, kv_heads(c), hs, QKV, pos0);  // k: NKV at C
 }
 
 namespace {
@@ -455,20 +555,29 @@ namespace {
 // The training forward's kernels: fp32 matmuls on the model's weights, full causal attention.
 class TrainingKernels final : public BlockKernels {
  public:
-  TrainingKernels(Backend& be, int B, int T, int C, int NH) : be_(be), B_(B), T_(T), C_(C), NH_(NH) {}
+  TrainingKernels(Backend& be, const GPT& m, int B, int T)
+      : be_(be), m_(m), B_(B), T_(T), C_(m.config.n_embd), NH_(m.config.n_head), NKV_(kv_heads(m.config)),
+        flash_(attention_of(m.config) == AttentionKind::flash) {}
   void linear(float* out, const float* inp, const LinearLayer& w, int N) override {
     be_.matmul_forward(out, inp, w.weight, w.bias, N, w.in, w.out);
   }
   void linear_gelu(float* pre, float* out, const float* inp, const LinearLayer& w, int N) override {
     be_.matmul_gelu_forward(pre, out, inp, w.weight, w.bias, N, w.in, w.out);
   }
-  void attention(float* out, float* preatt, float* att, const float* qkv, int /*layer*/) override {
-    be_.attention_forward(out, preatt, att, qkv, B_, T_, C_, NH_);
+  void attention(float* out, float* preatt, float* att, float* lse, const float* qkv, int /*layer*/) override {
+    if (flash_) {
+      be_.flash_attention_forward(out, lse, qkv, B_, T_, C_, NH_, NKV_);
+    } else {
+      be_.attention_forward(out, preatt, att, qkv, B_, T_, C_, NH_);
+    }
   }
+  void rope(float* qkv) override { apply_rope(be_, m_, qkv, B_, T_, /*pos0=*/0, /*inverse=*/false); }
 
  private:
   Backend& be_;
-  int B_, T_, C_, NH_;
+  const GPT& m_;
+  int B_, T_, C_, NH_, NKV_;
+  bool flash_;
 };
 
 }  // namespace
@@ -512,20 +621,20 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   const int32_t* d_inputs = model.tokens_memory.data();
   const int32_t* d_targets = model.tokens_memory.data() + N;
 
-  const int C = cfg.n_embd, NH = cfg.n_head, V = cfg.vocab_size;
+  const int C = cfg.n_embd, V = cfg.vocab_size;
   const int Ni = static_cast<int>(N);
   const ParameterTensors& P = model.params;
   const ActivationTensors& A = model.acts;
 
-  // embeddings: x = wte[tok] + wpe[t]
+  // embeddings: x = wte[tok] + wpe[t] (llama: wte[tok]; P.wpe is nullptr)
   be.encoder_forward(A.encoded, d_inputs, P.wte, P.wpe, B, T, C, V);
   if (drop) be.dropout_forward(A.encoded, A.encoded_mask, A.encoded, N * C, p, site_seed(dropout_seed, 0));
   // the L blocks and LN_f
-  TrainingKernels k(be, B, T, C, NH);
-  transformer_forward(be, k, cfg, P, A, training_layout(B, T, model.masks_alloc, model.preatt_alloc), A.encoded, Ni,
-                      {p, dropout_seed}, fuses(be, fusion));
-  // the tied head: logits = lnf wte^T (no bias)
-  be.matmul_forward(A.logits, A.lnf, P.wte, nullptr, Ni, C, V);
+  TrainingKernels k(be, model, B, T);
+  transformer_forward(be, k, cfg, P, A, training_layout(cfg, B, T, model.masks_alloc, model.preatt_alloc), A.encoded, Ni,
+                      {p, dropout_seed}, fuses(be, fusion, cfg));
+  // the head: logits = lnf wte^T when tied (lm_head^T when not; no bias)
+  be.matmul_forward(A.logits, A.lnf, head_weight(P), nullptr, Ni, C, V);
   model.mean_loss = -1.0f;
   if (targets != nullptr) {
     model.mean_loss = be.crossentropy_forward(A.probs, A.losses, A.logits, d_targets, Ni, V);
@@ -537,25 +646,30 @@ void gpt_zero_grad(GPT& model) { model.grads_memory.zero(); }
 void gpt_backward(GPT& model, Backend& be, float dloss) {
   NN_CHECK(model.have_targets && model.B > 0, "GPT backward: the last forward had no targets (no loss to differentiate)");
   const GPTConfig& cfg = model.config;
-  const int B = model.B, T = model.T, L = cfg.n_layer, C = cfg.n_embd, NH = cfg.n_head, V = cfg.vocab_size;
+  const int B = model.B, T = model.T, L = cfg.n_layer, C = cfg.n_embd, V = cfg.vocab_size;
   const i64 N = static_cast<i64>(B) * T, NC = N * C;
   const int Ni = static_cast<int>(N);
   const bool drop = model.train_mode && cfg.dropout > 0.0f;
-  const ActivationLayout layout = training_layout(B, T, model.masks_alloc, model.preatt_alloc);
+  const ActivationLayout layout = training_layout(cfg, B, T, model.masks_alloc, model.preatt_alloc);
   const ParameterTensors& P = model.params;
   const ParameterTensors& G = model.grads;
   const ActivationTensors& A = model.acts;
   const BackwardScratch& S = model.scratch;
 
-  // loss -> logits -> (tied head) -> ln_f
+  const int QKV = qkv_channels(cfg), H = mlp_hidden(cfg), NKV = kv_heads(cfg);
+  const bool llama = cfg.arch == Arch::llama;
+  const bool flash = attention_of(cfg) == AttentionKind::flash;
+
+  // loss -> logits -> head (wte when tied: its gradient adds to the embedding's) -> ln_f
   const int32_t* d_inputs = model.tokens_memory.data();
   const int32_t* d_targets = model.tokens_memory.data() + N;
   be.crossentropy_backward(S.dlogits, A.probs, d_targets, Ni, V, dloss);
-  be.matmul_backward(S.dln, G.wte, nullptr, S.dlogits, A.lnf, P.wte, Ni, C, V);
+  be.matmul_backward(S.dln, P.lm_head != nullptr ? G.lm_head : G.wte, nullptr, S.dlogits, A.lnf, head_weight(P), Ni, C,
+                     V);
   // dresidual: dL/d(residual stream), built up from zero as the layers are walked backwards
   gpt_memory(model).zero(S.dresidual, static_cast<size_t>(NC) * sizeof(float));
-  be.layernorm_backward(S.dresidual, G.lnfw, G.lnfb, S.dln, layer_activations(A, cfg, layout, L - 1).residual3, P.lnfw,
-                        A.lnf_mean, A.lnf_rstd, Ni, C);
+  norm_backward(be, cfg, S.dresidual, G.lnfw, G.lnfb, S.dln, layer_activations(A, cfg, layout, L - 1).residual3, P.lnfw,
+                A.lnf_mean, A.lnf_rstd, Ni);
 
   for (int l = L - 1; l >= 0; --l) {
     // layer l's parameters, their gradients and activations; x its input
@@ -570,11 +684,18 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
       be.dropout_backward(S.dbranch, S.dresidual, a.fcproj_mask, NC);
       dbranch = S.dbranch;
     }
-    be.matmul_backward(S.dfch_gelu, g.fcprojw, g.fcprojb, dbranch, a.fch_gelu, p.fcprojw, Ni, 4 * C, C);
-    be.gelu_backward(S.dfch, S.dfch_gelu, a.fch, 4 * NC);
-    be.matmul_backward(S.dln, g.fcw, g.fcb, S.dfch, a.ln2, p.fcw, Ni, C, 4 * C);
-    // += : dresidual becomes dL/d(residual2), the stream plus the path through LN2
-    be.layernorm_backward(S.dresidual, g.ln2w, g.ln2b, S.dln, a.residual2, p.ln2w, a.ln2_mean, a.ln2_rstd, Ni, C);
+    if (llama) {
+      be.matmul_backward(S.dfch_gelu, g.fcprojw, g.fcprojb, dbranch, a.fch_swiglu, p.fcprojw, Ni, H, C);
+      // into the fused [gate | up] gradient (N, 2H)
+      be.swiglu_backward(S.dfch, S.dfch + H, S.dfch_gelu, a.fch, a.fch + H, Ni, H, 2 * H);
+      be.matmul_backward(S.dln, g.fcw, g.fcb, S.dfch, a.ln2, p.fcw, Ni, C, 2 * H);
+    } else {
+      be.matmul_backward(S.dfch_gelu, g.fcprojw, g.fcprojb, dbranch, a.fch_gelu, p.fcprojw, Ni, H, C);
+      be.gelu_backward(S.dfch, S.dfch_gelu, a.fch, static_cast<i64>(N) * H);
+      be.matmul_backward(S.dln, g.fcw, g.fcb, S.dfch, a.ln2, p.fcw, Ni, C, H);
+    }
+    // += : dresidual becomes dL/d(residual2), the stream plus the path through norm 2
+    norm_backward(be, cfg, S.dresidual, g.ln2w, g.ln2b, S.dln, a.residual2, p.ln2w, a.ln2_mean, a.ln2_rstd, Ni);
 
     // attention branch
     dbranch = S.dresidual;
@@ -583,10 +704,16 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
       dbranch = S.dbranch;
     }
     be.matmul_backward(S.datty, g.attprojw, g.attprojb, dbranch, a.atty, p.attprojw, Ni, C, C);
-    be.attention_backward(S.dqkv, S.dpreatt, S.datt, S.datty, a.qkv, a.att, B, T, C, NH);
-    be.matmul_backward(S.dln, g.qkvw, g.qkvb, S.dqkv, a.ln1, p.qkvw, Ni, C, 3 * C);
+    if (flash) {
+      be.flash_attention_backward(S.dqkv, S.datty, a.qkv, a.atty, a.lse, B, T, C, cfg.n_head, NKV);
+    } else {
+      be.attention_backward(S.dqkv, S.dpreatt, S.datt, S.datty, a.qkv, a.att, B, T, C, cfg.n_head);
+    }
+    // llama: the gradient of q and k rotated back (RoPE's backward), then the projection's
+    if (llama) apply_rope(be, model, S.dqkv, B, T, /*pos0=*/0, /*inverse=*/true);
+    be.matmul_backward(S.dln, g.qkvw, g.qkvb, S.dqkv, a.ln1, p.qkvw, Ni, C, QKV);
     // += : dresidual becomes dL/d(this layer's input)
-    be.layernorm_backward(S.dresidual, g.ln1w, g.ln1b, S.dln, x, p.ln1w, a.ln1_mean, a.ln1_rstd, Ni, C);
+    norm_backward(be, cfg, S.dresidual, g.ln1w, g.ln1b, S.dln, x, p.ln1w, a.ln1_mean, a.ln1_rstd, Ni);
   }
 
   const float* dencoded = S.dresidual;
@@ -644,6 +771,8 @@ StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& mi
 }
 
 double flops_per_token(const GPTConfig& c, int T) {
+  // (the attention term counts query heads: grouped-query attention shares K and V between
+  // heads but every query head still takes its own dot products)
   const double N = static_cast<double>(num_parameters_non_embedding(c));
   const double L = c.n_layer, H = c.n_head, Q = static_cast<double>(c.n_embd / c.n_head);
   return 6.0 * N + 12.0 * L * H * Q * T;
@@ -655,8 +784,8 @@ MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt) 
   m.params = num_parameters(c) * f;
   m.grads = m.params;
   m.adam = 2 * m.params;
-  m.activations = activation_floats(c, training_layout(B, T, c.dropout > 0.0f, preatt)) * f;
-  m.scratch = total_floats(kScratch, c, scratch_layout(B, T)) * f;
+  m.activations = activation_floats(c, training_layout(c, B, T, c.dropout > 0.0f, preatt)) * f;
+  m.scratch = total_floats(kScratch, c, scratch_layout(c, B, T)) * f;
   return m;
 }
 
@@ -664,7 +793,7 @@ std::vector<NamedTensor> activation_views(const GPT& model) {
   std::vector<NamedTensor> out;
   if (model.B == 0) return out;
   const GPTConfig& c = model.config;
-  const ActivationLayout layout = training_layout(model.B, model.T, model.masks_alloc, model.preatt_alloc);
+  const ActivationLayout layout = training_layout(c, model.B, model.T, model.masks_alloc, model.preatt_alloc);
   auto add = [&](const TensorSpec<ActivationTensors>& s, int l) {
     if (!s.view || !held(s, layout) || (s.held == Held::loss && !model.have_targets)) return;
     const ActivationTensors a = l >= 0 ? layer_activations(model.acts, c, layout, l) : model.acts;

@@ -81,6 +81,10 @@ int kv_heads(const GPTConfig& c);
 int default_ffn_hidden(int n_embd);
 int mlp_hidden(const GPTConfig& c);
 int qkv_channels(const GPTConfig& c);
+// The MLP's first projection's width (gpt2 H, llama 2H) and the channels of one position's
+// keys (NKV hs: what a KV cache stores per position, per layer, for k and again for v).
+int fc_channels(const GPTConfig& c);
+int kv_channels(const GPTConfig& c);
 AttentionKind attention_of(const GPTConfig& c);
 // "gpt2" / "llama", "full" / "flash" / "auto", and back (nn::Error naming the choices).
 const char* arch_name(Arch a);
@@ -98,14 +102,18 @@ AttentionKind parse_attention(const std::string& s);
 // named activations of a dump (activation_views).
 
 // The letters a shape is written in, and a multiple of one: 3 * C is the Dim {3, C}.
-enum class Sym : uint8_t { V, maxT, C, B, T, NH };
+// QKV: the qkv projection's width, C + 2 NKV hs (3C with multi-head attention); H: the MLP's
+// hidden width (gpt2 4C, llama ffn_hidden); FC: the MLP's first projection's width (gpt2 H,
+// llama 2H: gate and up stacked).
+enum class Sym : uint8_t { V, maxT, C, B, T, NH, QKV, H, FC };
 struct Dim {
   int mult = 1;
   Sym sym = Sym::C;
 };
 constexpr Dim operator*(int k, Dim d) { return {k * d.mult, d.sym}; }
 namespace dims {
-inline constexpr Dim V{1, Sym::V}, maxT{1, Sym::maxT}, C{1, Sym::C}, B{1, Sym::B}, T{1, Sym::T}, NH{1, Sym::NH};
+inline constexpr Dim V{1, Sym::V}, maxT{1, Sym::maxT}, C{1, Sym::C}, B{1, Sym::B}, T{1, Sym::T}, NH{1, Sym::NH},
+    QKV{1, Sym::QKV}, H{1, Sym::H}, FC{1, Sym::FC};
 }  // namespace dims
 // A shape of up to 4 dims, e.g. {B, T, 3 * C}; one layer's, for a tensor stacked over L.
 struct Shape {
@@ -120,26 +128,35 @@ struct Shape {
 // per-layer tensors are stacked over L: (L, shape). nullptr for a bias the config lacks.
 struct ParameterTensors {
   float* wte;       // token embedding; also the output head (tied)
-  float* wpe;       // position embedding
-  float* ln1w;
+  float* wpe;       // position embedding (gpt2)
+  float* ln1w;      // LayerNorm (gpt2) or RMSNorm (llama) weight
   float* ln1b;
-  float* qkvw;      // q, k, v projections stacked: rows [0,C) q, [C,2C) k, [2C,3C) v
+  float* qkvw;      // q, k, v projections stacked: rows [0,C) q, then k and v, NKV hs rows each
   float* qkvb;
   float* attprojw;
   float* attprojb;
   float* ln2w;
   float* ln2b;
-  float* fcw;
+  float* fcw;       // gpt2: (4C, C); llama: (2H, C), rows [0,H) gate, [H,2H) up
   float* fcb;
-  float* fcprojw;
+  float* fcprojw;   // (C, H): llama's down projection
   float* fcprojb;
   float* lnfw;
   float* lnfb;
+  float* lm_head;   // (V, C), the untied head (llama with tie_embeddings = false)
 };
 
 // How a parameter starts (gpt_init_weights, GPT-2's): N(0, 0.02); the two residual
 // projections N(0, 0.02 / sqrt(2 L)); LayerNorm weights 1; biases 0.
 enum class Init : uint8_t { normal, normal_residual, ones, zeros };
+
+// When a parameter is in the model (present(), gpt/model.cpp).
+enum class Needs : uint8_t {
+  always,
+  bias,    // GPTConfig::bias
+  wpe,     // a learned position table: arch gpt2 (llama rotates q and k instead)
+  untied,  // its own output head: tie_embeddings = false (llama)
+};
 
 struct ParamSpec {
   const char* name;  // the checkpoint's (nanoGPT's state dict); a per-layer one is prefixed "h.<l>."
@@ -147,7 +164,7 @@ struct ParamSpec {
   Shape shape;       // one layer's
   bool decay;        // AdamW weight decay: matrices and embeddings yes, biases and norms no
   bool per_layer;    // stacked over L
-  bool bias;         // present only when GPTConfig::bias
+  Needs needs;       // present always, or only with biases, a position table, an untied head
   Init init;
 };
 
@@ -155,21 +172,23 @@ struct ParamSpec {
 // stacked over L, in the order of kActivations (shapes there). nullptr for one the layout
 // does not hold (ActivationLayout).
 struct ActivationTensors {
-  float* encoded;    // wte[tok] + wpe[t] (after dropout in train mode)
+  float* encoded;    // wte[tok] + wpe[t] (after dropout in train mode); llama: wte[tok]
   float* ln1;
-  float* ln1_mean;
+  float* ln1_mean;   // LayerNorm's (gpt2); RMSNorm keeps only rstd
   float* ln1_rstd;
-  float* qkv;
+  float* qkv;        // llama: with RoPE applied to q and k (in place, after the projection)
   float* preatt;     // scores before the softmax; not kept by a backend whose attention does not (cuda)
-  float* att;        // softmax(preatt), the attention maps
+  float* att;        // softmax(preatt), the attention maps (full attention)
+  float* lse;        // flash attention: the log-sum-exp of each query row's scores
   float* atty;       // attention output, heads concatenated
   float* attproj;    // after dropout in train mode
   float* residual2;  // x + attproj
   float* ln2;
   float* ln2_mean;
   float* ln2_rstd;
-  float* fch;
-  float* fch_gelu;
+  float* fch;        // the MLP's first projection (llama: [gate | up])
+  float* fch_gelu;   // gelu(fch) (gpt2)
+  float* fch_swiglu; // silu(gate) * up (llama)
   float* fcproj;     // after dropout in train mode
   float* residual3;  // residual2 + fcproj: the next layer's input
   float* lnf;
@@ -194,13 +213,23 @@ struct BackwardScratch {
   float* dqkv;
   float* dpreatt;
   float* datt;
-  float* dfch_gelu;
+  float* dfch_gelu;  // the gradient of the MLP's activation output (gelu or swiglu)
   float* dfch;
   float* dlogits;
 };
 
 // When an activation is held (ActivationLayout says which of them a layout holds).
-enum class Held : uint8_t { always, preatt, att, masks, loss };
+enum class Held : uint8_t {
+  always,
+  preatt,  // full attention's scores, where the backend keeps them
+  att,     // full attention's maps (training)
+  lse,     // flash attention's log-sum-exp (training)
+  masks,
+  loss,
+  mean,    // LayerNorm's means (gpt2)
+  gelu,    // the GELU MLP's output (gpt2)
+  swiglu,  // the SwiGLU MLP's output (llama)
+};
 
 template <class Tensors>
 struct TensorSpec {
@@ -219,26 +248,31 @@ using A = ActivationTensors;
 using S = BackwardScratch;
 
 // The parameters, in buffer order: wte, wpe, then each per-layer kind stacked over L, then
-// ln_f. (Buffer order is by kind, so a layer's slices are not contiguous; the checkpoint
+// ln_f, then lm_head. (Buffer order is by kind, so a layer's slices are not contiguous; the checkpoint
 // lists them layer by layer: param_slices.)
+// With arch = llama the same rows hold llama's tensors: ln_1/ln_2/ln_f are RMSNorm weights,
+// c_attn is (C + 2 NKV hs, C) = [q_proj | k_proj | v_proj], c_fc is (2H, C) = [gate_proj |
+// up_proj], mlp.c_proj is down_proj (C, H); there are no biases and no wpe, and an untied
+// head is lm_head. (Hugging Face's names, for lesson 12's loader: split c_attn and c_fc by rows.)
 inline constexpr ParamSpec kParams[] = {
-    // name                 field         shape           decay  per_layer bias   init
-    {"wte",                 &P::wte,      {V, C},         true,  false,    false, Init::normal},
-    {"wpe",                 &P::wpe,      {maxT, C},      true,  false,    false, Init::normal},
-    {"ln_1.weight",         &P::ln1w,     {C},            false, true,     false, Init::ones},
-    {"ln_1.bias",           &P::ln1b,     {C},            false, true,     true,  Init::zeros},
-    {"attn.c_attn.weight",  &P::qkvw,     {3 * C, C},     true,  true,     false, Init::normal},
-    {"attn.c_attn.bias",    &P::qkvb,     {3 * C},        false, true,     true,  Init::zeros},
-    {"attn.c_proj.weight",  &P::attprojw, {C, C},         true,  true,     false, Init::normal_residual},
-    {"attn.c_proj.bias",    &P::attprojb, {C},            false, true,     true,  Init::zeros},
-    {"ln_2.weight",         &P::ln2w,     {C},            false, true,     false, Init::ones},
-    {"ln_2.bias",           &P::ln2b,     {C},            false, true,     true,  Init::zeros},
-    {"mlp.c_fc.weight",     &P::fcw,      {4 * C, C},     true,  true,     false, Init::normal},
-    {"mlp.c_fc.bias",       &P::fcb,      {4 * C},        false, true,     true,  Init::zeros},
-    {"mlp.c_proj.weight",   &P::fcprojw,  {C, 4 * C},     true,  true,     false, Init::normal_residual},
-    {"mlp.c_proj.bias",     &P::fcprojb,  {C},            false, true,     true,  Init::zeros},
-    {"ln_f.weight",         &P::lnfw,     {C},            false, false,    false, Init::ones},
-    {"ln_f.bias",           &P::lnfb,     {C},            false, false,    true,  Init::zeros},
+    // name                 field         shape           decay  per_layer needs           init
+    {"wte",                 &P::wte,      {V, C},         true,  false,    Needs::always, Init::normal},
+    {"wpe",                 &P::wpe,      {maxT, C},      true,  false,    Needs::wpe,    Init::normal},
+    {"ln_1.weight",         &P::ln1w,     {C},            false, true,     Needs::always, Init::ones},
+    {"ln_1.bias",           &P::ln1b,     {C},            false, true,     Needs::bias,   Init::zeros},
+    {"attn.c_attn.weight",  &P::qkvw,     {QKV, C},       true,  true,     Needs::always, Init::normal},
+    {"attn.c_attn.bias",    &P::qkvb,     {QKV},          false, true,     Needs::bias,   Init::zeros},
+    {"attn.c_proj.weight",  &P::attprojw, {C, C},         true,  true,     Needs::always, Init::normal_residual},
+    {"attn.c_proj.bias",    &P::attprojb, {C},            false, true,     Needs::bias,   Init::zeros},
+    {"ln_2.weight",         &P::ln2w,     {C},            false, true,     Needs::always, Init::ones},
+    {"ln_2.bias",           &P::ln2b,     {C},            false, true,     Needs::bias,   Init::zeros},
+    {"mlp.c_fc.weight",     &P::fcw,      {FC, C},        true,  true,     Needs::always, Init::normal},
+    {"mlp.c_fc.bias",       &P::fcb,      {FC},           false, true,     Needs::bias,   Init::zeros},
+    {"mlp.c_proj.weight",   &P::fcprojw,  {C, H},         true,  true,     Needs::always, Init::normal_residual},
+    {"mlp.c_proj.bias",     &P::fcprojb,  {C},            false, true,     Needs::bias,   Init::zeros},
+    {"ln_f.weight",         &P::lnfw,     {C},            false, false,    Needs::always, Init::ones},
+    {"ln_f.bias",           &P::lnfb,     {C},            false, false,    Needs::bias,   Init::zeros},
+    {"lm_head.weight",      &P::lm_head,  {V, C},         true,  false,    Needs::untied, Init::normal},
 };
 
 // The activations, in forward order (also the buffer's order and the dump's).
@@ -247,25 +281,27 @@ inline constexpr TensorSpec<A> kActivations[] = {
     {"encoded",    &A::encoded,     {B, T, C},           false,    Held::always,  true},
     {"encoded_mask", &A::encoded_mask, {B, T, C},        false,    Held::masks,   false},
     {"ln1",        &A::ln1,         {B, T, C},           true,     Held::always,  true},
-    {"ln1_mean",   &A::ln1_mean,    {B, T},              true,     Held::always,  false},
+    {"ln1_mean",   &A::ln1_mean,    {B, T},              true,     Held::mean,    false},
     {"ln1_rstd",   &A::ln1_rstd,    {B, T},              true,     Held::always,  false},
-    {"qkv",        &A::qkv,         {B, T, 3 * C},       true,     Held::always,  true},
+    {"qkv",        &A::qkv,         {B, T, QKV},         true,     Held::always,  true},
     {"preatt",     &A::preatt,      {B, NH, T, T},       true,     Held::preatt,  false},
     {"att",        &A::att,         {B, NH, T, T},       true,     Held::att,     true},
+    {"lse",        &A::lse,         {B, NH, T},          true,     Held::lse,     false},
     {"atty",       &A::atty,        {B, T, C},           true,     Held::always,  true},
     {"attproj",    &A::attproj,     {B, T, C},           true,     Held::always,  true},
     {"attproj_mask", &A::attproj_mask, {B, T, C},        true,     Held::masks,   false},
     {"residual2",  &A::residual2,   {B, T, C},           true,     Held::always,  true},
     {"ln2",        &A::ln2,         {B, T, C},           true,     Held::always,  true},
-    {"ln2_mean",   &A::ln2_mean,    {B, T},              true,     Held::always,  false},
+    {"ln2_mean",   &A::ln2_mean,    {B, T},              true,     Held::mean,    false},
     {"ln2_rstd",   &A::ln2_rstd,    {B, T},              true,     Held::always,  false},
-    {"fch",        &A::fch,         {B, T, 4 * C},       true,     Held::always,  true},
-    {"fch_gelu",   &A::fch_gelu,    {B, T, 4 * C},       true,     Held::always,  true},
+    {"fch",        &A::fch,         {B, T, FC},          true,     Held::always,  true},
+    {"fch_gelu",   &A::fch_gelu,    {B, T, H},           true,     Held::gelu,    true},
+    {"fch_swiglu", &A::fch_swiglu,  {B, T, H},           true,     Held::swiglu,  true},
     {"fcproj",     &A::fcproj,      {B, T, C},           true,     Held::always,  true},
     {"fcproj_mask", &A::fcproj_mask, {B, T, C},          true,     Held::masks,   false},
     {"residual3",  &A::residual3,   {B, T, C},           true,     Held::always,  true},
     {"lnf",        &A::lnf,         {B, T, C},           false,    Held::always,  true},
-    {"lnf_mean",   &A::lnf_mean,    {B, T},              false,    Held::always,  false},
+    {"lnf_mean",   &A::lnf_mean,    {B, T},              false,    Held::mean,    false},
     {"lnf_rstd",   &A::lnf_rstd,    {B, T},              false,    Held::always,  false},
     {"logits",     &A::logits,      {B, T, V},           false,    Held::always,  true},
     {"probs",      &A::probs,       {B, T, V},           false,    Held::loss,    true},
@@ -278,11 +314,11 @@ inline constexpr TensorSpec<S> kScratch[] = {
     {"dbranch",   &S::dbranch,   {B, T, C},     false, Held::always, false},
     {"dln",       &S::dln,       {B, T, C},     false, Held::always, false},
     {"datty",     &S::datty,     {B, T, C},     false, Held::always, false},
-    {"dqkv",      &S::dqkv,      {B, T, 3 * C}, false, Held::always, false},
-    {"dpreatt",   &S::dpreatt,   {B, NH, T, T}, false, Held::always, false},
-    {"datt",      &S::datt,      {B, NH, T, T}, false, Held::always, false},
-    {"dfch_gelu", &S::dfch_gelu, {B, T, 4 * C}, false, Held::always, false},
-    {"dfch",      &S::dfch,      {B, T, 4 * C}, false, Held::always, false},
+    {"dqkv",      &S::dqkv,      {B, T, QKV},   false, Held::always, false},
+    {"dpreatt",   &S::dpreatt,   {B, NH, T, T}, false, Held::att,    false},
+    {"datt",      &S::datt,      {B, NH, T, T}, false, Held::att,    false},
+    {"dfch_gelu", &S::dfch_gelu, {B, T, H},     false, Held::always, false},
+    {"dfch",      &S::dfch,      {B, T, FC},    false, Held::always, false},
     {"dlogits",   &S::dlogits,   {B, T, V},     false, Held::always, false},
 };
 }  // namespace tables
@@ -298,8 +334,9 @@ constexpr bool is_block_matrix(const ParamSpec& s) { return s.per_layer && s.sha
 // The value of a shape's dims for a config (and B, T for activations), and its element count.
 std::vector<int64_t> shape_of(const Shape& s, const GPTConfig& c, int B = 0, int T = 0);
 int64_t numel_of(const Shape& s, const GPTConfig& c, int B = 0, int T = 0);
-// The shape in letters: "(3C, C)", "(B, NH, T, T)" (lesson 08's tables).
-std::string letters_of(const Shape& s);
+// The shape in letters: "(3C, C)", "(B, NH, T, T)" (lesson 08's tables); for llama the
+// widths stay letters: "(QKV, C)" (QKV = C + 2 NKV hs), "(2H, C)".
+std::string letters_of(const Shape& s, Arch arch = Arch::gpt2);
 
 // One named tensor of the checkpoint: a slice of the flat parameter buffer.
 struct ParamSlice {
@@ -337,7 +374,11 @@ struct ActivationLayout {
   bool att = true;      // Held::att (a decoder's attention reads the KV cache, keeps no maps)
   bool masks = false;   // Held::masks (dropout > 0 in train mode)
   bool loss = true;     // Held::loss
+  Arch arch = Arch::gpt2;  // Held::mean and Held::gelu (gpt2) or Held::swiglu (llama)
+  bool flash = false;   // flash attention: Held::lse instead of Held::preatt and Held::att
 };
+// The layout's arch and attention from a config (the rest as given).
+ActivationLayout with_config(ActivationLayout l, const GPTConfig& c);
 // Floats of an activation buffer with `layout`, and its pointers when it starts at `base`.
 int64_t activation_floats(const GPTConfig& c, const ActivationLayout& layout);
 ActivationTensors activation_tensors(float* base, const GPTConfig& c, const ActivationLayout& layout);
@@ -368,6 +409,9 @@ struct GPTData {
   ParameterTensors params{};
   ParameterTensors grads{};
   int64_t adam_t = 0;  // AdamW steps taken (1-based t of the next step is adam_t + 1)
+  // llama: RoPE's cos and sin tables (block_size, hs/2) (kernels/rope.h), made with the
+  // parameters in the same memory; empty for gpt2. Not parameters: a function of the config.
+  Array<float> rope_cos, rope_sin;
 
   // activations, sized for (B_alloc, T_alloc); a forward at B <= B_alloc, T <= T_alloc
   // reuses them (sampling runs B = 1 at growing T)
@@ -426,7 +470,7 @@ struct LinearLayer {
   int layer;              // l
   const float* weight;    // (out, in) fp32, layer l's; nullptr where only a packed copy exists
   const float* bias;      // (out), nullptr without biases
-  int in = 0, out = 0;    // channels: qkv C -> 3C, attproj C -> C, fc C -> 4C, fcproj 4C -> C
+  int in = 0, out = 0;    // channels: qkv C -> QKV, attproj C -> C, fc C -> FC, fcproj H -> C
 };
 class BlockKernels {
  public:
@@ -435,9 +479,13 @@ class BlockKernels {
   virtual void linear(float* out, const float* inp, const LinearLayer& w, int N) = 0;
   // pre = inp W^T + b, out = gelu(pre): the MLP's first layer (pre is kept for the backward)
   virtual void linear_gelu(float* pre, float* out, const float* inp, const LinearLayer& w, int N) = 0;
-  // out (N, C) = causal multi-head attention of qkv (N, 3C) at layer l; preatt and att are
-  // the maps a training forward keeps (nullptr where the layout holds none)
-  virtual void attention(float* out, float* preatt, float* att, const float* qkv, int layer) = 0;
+  // out (N, C) = causal attention of qkv (N, QKV) at layer l; preatt and att are the maps
+  // a training forward with full attention keeps, lse the log-sum-exps one with flash
+  // attention keeps (nullptr where the layout holds none)
+  virtual void attention(float* out, float* preatt, float* att, float* lse, const float* qkv, int layer) = 0;
+  // llama: RoPE on the q and k heads of qkv (N, QKV), in place, at the positions these N
+  // rows hold (training: 0 .. T-1 in each sequence; decoding: after the cache)
+  virtual void rope(float* qkv) = 0;
 };
 
 // Whether the forward fuses each residual add with the LayerNorm after it
@@ -463,15 +511,27 @@ struct NextNorm {
 // (layer_params, layer_activations). fuse: residual + LayerNorm as one op; ln1_ready: a.ln1
 // was computed by the previous block's fused residual (then LN1 is skipped); next: where
 // the fused last residual puts the LayerNorm that follows (nullptr: not fused).
-void block_forward(Backend& be, BlockKernels& k, int l, const ParameterTensors& p, const ActivationTensors& a,
-                   const float* x, int N, int C, const Dropout& drop, bool fuse, bool ln1_ready, const NextNorm* next);
+// arch = llama: RMSNorm for each norm (no mean, no bias), RoPE on q and k after the qkv
+// projection (k.rope), SwiGLU between the MLP's projections; the fused residual + norm is
+// not used (fuse must be false: there is no fused residual + RMSNorm op yet).
+void block_forward(Backend& be, BlockKernels& k, const GPTConfig& c, int l, const ParameterTensors& p,
+                   const ActivationTensors& a, const float* x, int N, const Dropout& drop, bool fuse, bool ln1_ready,
+                   const NextNorm* next);
 // The L blocks and the final LayerNorm: x (N, C) (the embeddings) -> A.lnf (N, C), layer l
 // in layer_activations(A, c, layout, l).
 void transformer_forward(Backend& be, BlockKernels& k, const GPTConfig& c, const ParameterTensors& P,
                          const ActivationTensors& A, const ActivationLayout& layout, const float* x, int N,
                          const Dropout& drop, bool fuse);
-// Backend::fuses_residual_layernorm() unless `f` says otherwise.
-bool fuses(const Backend& be, Fusion f);
+// Backend::fuses_residual_layernorm() unless `f` says otherwise; never for llama (above).
+bool fuses(const Backend& be, Fusion f, const GPTConfig& c);
+// The final norm of the residual stream x (N, C) into A.lnf (LayerNorm or RMSNorm by arch).
+void final_norm(Backend& be, const GPTConfig& c, const ParameterTensors& P, const ActivationTensors& A, const float* x,
+                int N);
+// llama: RoPE on the q and k heads of qkv (B*T rows of QKV floats), in place, positions pos0
+// .. pos0+T-1 from the model's tables; inverse: the backward (the gradient rotated back).
+void apply_rope(Backend& be, const GPT& m, float* qkv, int B, int T, int pos0, bool inverse);
+// The output head's (V, C) matrix: wte when tied, else lm_head.
+inline const float* head_weight(const ParameterTensors& P) { return P.lm_head != nullptr ? P.lm_head : P.wte; }
 
 // Forward at (B, T) with T <= block_size. inputs (B,T) token ids; targets (B,T) or nullptr.
 // train = true applies dropout with masks drawn from dropout_seed (ignored when p = 0).

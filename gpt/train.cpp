@@ -148,6 +148,13 @@ void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVo
       {"n_embd", std::to_string(c.n_embd)},
       {"dropout", fmt(c.dropout, 6)},
       {"bias", c.bias ? "1" : "0"},
+      {"arch", arch_name(c.arch)},
+      {"n_kv_head", std::to_string(kv_heads(c))},
+      {"ffn_hidden", std::to_string(mlp_hidden(c))},
+      {"rope_theta", fmt(c.rope_theta, 6)},
+      {"norm_eps", fmt(c.norm_eps, 10)},
+      {"tie_embeddings", c.tie_embeddings ? "1" : "0"},
+      {"attention", attention_name(c.attention)},
       {"vocab_hex", vocab_to_hex(vocab)},
       {"adam_t", std::to_string(model.adam_t)},
       {"step", std::to_string(state.step)},
@@ -185,6 +192,36 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory) {
   NN_CHECK(meta("bias") == "0" || meta("bias") == "1",
            where << ": metadata 'bias' must be 0 or 1, got '" << meta("bias") << "'" << damaged);
   c.bias = meta("bias") == "1";
+  // lesson 11's keys; a checkpoint from before them is a gpt2 (the defaults)
+  auto optional = [&](const std::string& key) { return ck.metadata.count(key) > 0; };
+  if (optional("arch")) {
+    try {
+      c.arch = parse_arch(meta("arch"));
+    } catch (const nn::Error& e) {
+      NN_CHECK(false, where << ": metadata 'arch': " << e.what() << damaged);
+    }
+  }
+  if (optional("n_kv_head")) c.n_kv_head = static_cast<int>(int_of("n_kv_head", 1, 1024));
+  if (optional("ffn_hidden")) c.ffn_hidden = static_cast<int>(int_of("ffn_hidden", 1, 1 << 20));
+  if (c.arch == Arch::gpt2) c.ffn_hidden = 0;  // gpt2's is 4C whatever the file says (validate checks it)
+  if (optional("rope_theta")) {
+    c.rope_theta = static_cast<float>(nn::parse_finite(meta("rope_theta"), where + ": metadata 'rope_theta'", 1.0, 1e12));
+  }
+  if (optional("norm_eps")) {
+    c.norm_eps = static_cast<float>(nn::parse_finite(meta("norm_eps"), where + ": metadata 'norm_eps'", 1e-30, 0.5));
+  }
+  if (optional("tie_embeddings")) {
+    NN_CHECK(meta("tie_embeddings") == "0" || meta("tie_embeddings") == "1",
+             where << ": metadata 'tie_embeddings' must be 0 or 1, got '" << meta("tie_embeddings") << "'" << damaged);
+    c.tie_embeddings = meta("tie_embeddings") == "1";
+  }
+  if (optional("attention")) {
+    try {
+      c.attention = parse_attention(meta("attention"));
+    } catch (const nn::Error& e) {
+      NN_CHECK(false, where << ": metadata 'attention': " << e.what() << damaged);
+    }
+  }
   try {
     validate(c);
   } catch (const nn::Error& e) {
@@ -217,7 +254,10 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory) {
   const std::vector<std::string> names = tensor_names(slices, has_optimizer);
   const std::string config_text = "n_layer=" + std::to_string(c.n_layer) + " n_head=" + std::to_string(c.n_head) +
                                   " n_embd=" + std::to_string(c.n_embd) + " block_size=" + std::to_string(c.block_size) +
-                                  " vocab_size=" + std::to_string(c.vocab_size) + " bias=" + (c.bias ? "1" : "0");
+                                  " vocab_size=" + std::to_string(c.vocab_size) + " bias=" + (c.bias ? "1" : "0") +
+                                  " arch=" + arch_name(c.arch) + " n_kv_head=" + std::to_string(kv_heads(c)) +
+                                  " ffn_hidden=" + std::to_string(mlp_hidden(c)) +
+                                  " tie_embeddings=" + (c.tie_embeddings ? "1" : "0");
   for (size_t i = 0; i < names.size(); ++i) {
     const ParamSlice& s = slices[i % slices.size()];
     const auto it = ck.tensors.find(names[i]);
@@ -392,6 +432,15 @@ GPTConfig config_from(const TrainOptions& o, int vocab_size) {
   c.n_embd = o.n_embd;
   c.dropout = o.dropout;
   c.bias = o.bias;
+  c.arch = parse_arch(o.arch);
+  // llama has no biases: the gpt2 default (true) does not apply, an explicit --bias true is refused
+  if (c.arch == Arch::llama && o.given.count("bias") == 0) c.bias = false;
+  c.n_kv_head = o.n_kv_head;
+  c.ffn_hidden = o.ffn_hidden;
+  c.rope_theta = o.rope_theta;
+  c.norm_eps = o.norm_eps;
+  c.tie_embeddings = !o.untied_head;
+  c.attention = parse_attention(o.attention);
   validate(c);
   return c;
 }
@@ -512,6 +561,18 @@ void check_resume_conflicts(const TrainOptions& o, const GPTConfig& c) {
   };
   conflict("dropout", std::fabs(o.dropout - c.dropout) > 1e-6f, shortest(o.dropout), shortest(c.dropout));
   conflict("bias", o.bias != c.bias, o.bias ? "true" : "false", c.bias ? "true" : "false");
+  conflict("arch", parse_arch(o.arch) != c.arch, o.arch, arch_name(c.arch));
+  conflict("n-kv-head", (o.n_kv_head > 0 ? o.n_kv_head : o.n_head) != kv_heads(c), std::to_string(o.n_kv_head),
+           std::to_string(kv_heads(c)));
+  conflict("ffn-hidden", o.ffn_hidden != c.ffn_hidden && o.ffn_hidden != mlp_hidden(c), std::to_string(o.ffn_hidden),
+           std::to_string(mlp_hidden(c)));
+  conflict("rope-theta", std::fabs(o.rope_theta - c.rope_theta) > 1e-3f * c.rope_theta, shortest(o.rope_theta),
+           shortest(c.rope_theta));
+  conflict("norm-eps", std::fabs(o.norm_eps - c.norm_eps) > 1e-3f * c.norm_eps, shortest(o.norm_eps),
+           shortest(c.norm_eps));
+  conflict("untied-head", o.untied_head == c.tie_embeddings, o.untied_head ? "true" : "false",
+           c.tie_embeddings ? "false" : "true");
+  conflict("attention", parse_attention(o.attention) != c.attention, o.attention, attention_name(c.attention));
 }
 
 }  // namespace

@@ -24,6 +24,14 @@ struct TrainOptions {
   int n_layer = 4, n_head = 4, n_embd = 128, block_size = 64;
   float dropout = 0.0f;
   bool bias = true;  // biases in Linear and LayerNorm (nanoGPT's Shakespeare config: false)
+  // lesson 11's block (gpt/model.h GPTConfig): arch gpt2 | llama; llama's options
+  std::string arch = "gpt2";
+  int n_kv_head = 0;       // 0: n_head
+  int ffn_hidden = 0;      // 0: default_ffn_hidden(n_embd)
+  float rope_theta = 10000.0f;
+  float norm_eps = 1e-5f;
+  bool untied_head = false;  // llama: a separate lm_head instead of wte
+  std::string attention = "auto";  // auto | full | flash
   // data
   std::string data;           // a text file; empty: Tiny Shakespeare, else the Debian fallback
   double val_fraction = 0.1;  // the last 10% of the text is the validation split

@@ -20,6 +20,10 @@ void encoder_forward_v1(F* out, const int32_t* inp, const F* wte, const F* wpe, 
       const int32_t id = inp[static_cast<ptrdiff_t>(b) * T + t];
       F* o = out + (static_cast<ptrdiff_t>(b) * T + t) * C;
       const F* tok = wte + static_cast<ptrdiff_t>(id) * C;  // the token's row
+      if (wpe == nullptr) {  // no position table (RoPE models): the token's row alone
+        for (int c = 0; c < C; ++c) o[c] = tok[c];
+        continue;
+      }
       const F* pos = wpe + static_cast<ptrdiff_t>(t) * C;   // the position's row
       for (int c = 0; c < C; ++c) {
         o[c] = tok[c] + pos[c];  // out[b,t,:] = wte[id,:] + wpe[t,:]
@@ -40,11 +44,10 @@ void encoder_backward_v1(F* dwte, F* dwpe, const F* dout, const int32_t* inp, in
       const int32_t id = inp[static_cast<ptrdiff_t>(b) * T + t];
       const F* d = dout + (static_cast<ptrdiff_t>(b) * T + t) * C;
       F* dtok = dwte + static_cast<ptrdiff_t>(id) * C;
+      for (int c = 0; c < C; ++c) dtok[c] += d[c];
+      if (dwpe == nullptr) continue;  // no position table
       F* dpos = dwpe + static_cast<ptrdiff_t>(t) * C;
-      for (int c = 0; c < C; ++c) {
-        dtok[c] += d[c];
-        dpos[c] += d[c];
-      }
+      for (int c = 0; c < C; ++c) dpos[c] += d[c];
     }
   }
 }
@@ -58,8 +61,12 @@ void encoder_forward_v2(float* out, const int32_t* inp, const float* wte, const 
 #pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * C >= kMinParallelElems)
   for (int n = 0; n < N; ++n) {
     const float* tok = wte + static_cast<ptrdiff_t>(inp[n]) * C;
-    const float* pos = wpe + static_cast<ptrdiff_t>(n % T) * C;
     float* o = out + static_cast<ptrdiff_t>(n) * C;
+    if (wpe == nullptr) {  // no position table (RoPE models)
+      std::copy(tok, tok + C, o);
+      continue;
+    }
+    const float* pos = wpe + static_cast<ptrdiff_t>(n % T) * C;
     for (int c = 0; c < C; ++c) o[c] = tok[c] + pos[c];  // vectorised by the compiler
   }
 }
@@ -85,7 +92,7 @@ void encoder_backward_v2(float* dwte, float* dwpe, const float* dout, const int3
 #pragma omp parallel if (par)
   {
 #pragma omp for schedule(static) nowait
-    for (int t = 0; t < T; ++t) {
+    for (int t = 0; t < (dwpe != nullptr ? T : 0); ++t) {
       float* dp = dwpe + static_cast<ptrdiff_t>(t) * C;
       for (int b = 0; b < B; ++b) {
         const float* d = dout + (static_cast<ptrdiff_t>(b) * T + t) * C;

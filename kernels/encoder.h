@@ -4,6 +4,8 @@
 //     out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]
 //   backward: dwte (V,C), dwpe (>= T,C) ACCUMULATED (parameter gradients); rows of tokens
 //   not in the batch stay untouched.
+// wpe (and dwpe) may be nullptr: a model without a position table (RoPE rotates q and k
+// instead: lesson 11's llama), out = wte[inp] alone.
 // The ids must be in [0, V): the callers check them (nn::check_token_ids) before a
 // version reads a row.
 //

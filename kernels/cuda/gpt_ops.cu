@@ -84,7 +84,8 @@ __global__ void encoder_forward_kernel(float* out, const int* inp, const float* 
   const size_t c = i % static_cast<size_t>(C);
   const size_t t = bt % static_cast<size_t>(T);
   const size_t id = static_cast<size_t>(inp[bt]);
-  out[i] = wte[id * static_cast<size_t>(C) + c] + wpe[t * static_cast<size_t>(C) + c];  // wte[id,c] + wpe[t,c]
+  // wte[id,c] + wpe[t,c]; no wpe (RoPE models): the token's row alone
+  out[i] = wte[id * static_cast<size_t>(C) + c] + (wpe != nullptr ? wpe[t * static_cast<size_t>(C) + c] : 0.0f);
 }
 
 // ---- encoder backward -----------------------------------------------------------------------
@@ -334,6 +335,7 @@ void encoder_forward_v1(float* out, const int* inp, const float* wte, const floa
 namespace {
 
 void encoder_backward_wpe(float* dwpe, const float* dout, int B, int T, int C) {
+  if (dwpe == nullptr) return;  // no position table (RoPE models)
   const size_t TC = static_cast<size_t>(T) * static_cast<size_t>(C);
   launch("encoder_backward_wpe_kernel", encoder_backward_wpe_kernel, elementwise_grid("encoder_backward", TC),
          dim3(kBlock), 0, dwpe, dout, B, T, C);
