@@ -38,6 +38,7 @@ std::string torch_python() { return NNLAB_TORCH_PYTHON; }
 // Looked up at run time in the tree this program runs from (io/repo_paths.h): a moved or
 // copied tree runs its own script, the one that matches its C++ model.
 std::string torch_script() { return nn::find_in_repo("scripts/gpt_torch.py"); }
+std::string llama_torch_script() { return nn::find_in_repo("scripts/llama_torch.py"); }
 
 namespace fs = std::filesystem;
 

@@ -41,6 +41,9 @@ double time_train_step(const TrainOptions& o, Backend& be, int iters, int warmup
 // PyTorch reference is skipped, saying why).
 std::string torch_python();
 std::string torch_script();
+// scripts/llama_torch.py, found the same way: the llama-style model's reference, written as
+// Hugging Face's Llama (tests/test_llama_parity.cpp)
+std::string llama_torch_script();
 
 // `nnlab gpt bench` at the model and batch of `o`: prints the table (and writes b.json,
 // b.markdown when given); exit status.

@@ -61,30 +61,43 @@ old_gpu_toolchain() {
 }
 
 # ---- the Hugging Face Python packages (scripts/requirements-hf.txt) -----------------------
-# tokenizers (lesson 11's BPE is checked against it: tests/python/test_bpe_hf.py), pinned with
-# hashes, in <repo>/.venv (--system-site-packages: Debian's numpy and torch stay visible; not
-# in Debian 12, hence PyPI). Optional: offline, setup says so and goes on, and the comparison
-# tests SKIP printing the command below. With --check: only says whether it is there.
+# tokenizers (lesson 11's BPE is checked against it: tests/python/test_bpe_hf.py) and
+# transformers (the llama-style model's reference is checked against its LlamaForCausalLM:
+# tests/python/test_llama_torch.py), pinned with hashes, in <repo>/.venv (--system-site-packages:
+# Debian's numpy and torch stay visible; not in Debian 12, hence PyPI). The venv is made by the
+# Python that imports torch (Debian's /usr/bin/python3 first, as cmake/torch_python.cmake
+# looks): a pyenv python3 earlier on PATH would make a venv without torch, in which the
+# transformers comparison would skip; such a venv is made again. Optional: offline, setup
+# says so and goes on, and the comparison tests SKIP printing the command below. With
+# --check: only says whether it is there.
 hf_venv() {
-  local root venv req cmd
+  local root venv req cmd py
   root="$(cd "$(dirname "$0")/.." && pwd)"
   venv="$root/.venv"
   req="$root/scripts/requirements-hf.txt"
-  cmd="python3 -m venv --system-site-packages .venv && .venv/bin/pip install --require-hashes -r scripts/requirements-hf.txt"
-  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import tokenizers" >/dev/null 2>&1; then
-    echo "setup: Hugging Face tokenizers present in .venv"
-    return 0
+  py=python3
+  if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c "import torch" >/dev/null 2>&1; then
+    py=/usr/bin/python3
+  fi
+  cmd="$py -m venv --system-site-packages .venv && .venv/bin/pip install --require-hashes -r scripts/requirements-hf.txt"
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import tokenizers, transformers" >/dev/null 2>&1; then
+    if "$venv/bin/python" -c "import torch" >/dev/null 2>&1 || [[ "$py" == python3 ]]; then
+      echo "setup: Hugging Face tokenizers and transformers present in .venv"
+      return 0
+    fi
   fi
   if [[ $check_only -eq 1 ]]; then
-    echo "setup: Hugging Face tokenizers not installed (the BPE comparison tests will SKIP); install: $cmd"
+    echo "setup: Hugging Face tokenizers/transformers not installed in a .venv that sees torch (the BPE and"
+    echo "setup:   llama comparison tests will SKIP); install: $cmd"
     return 0
   fi
-  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --system-site-packages "$venv" >/dev/null 2>&1 ||
+  # --clear: a venv made earlier by another interpreter (one without torch) is made again
+  if ! command -v "$py" >/dev/null 2>&1 || ! "$py" -m venv --clear --system-site-packages "$venv" >/dev/null 2>&1 ||
      ! "$venv/bin/pip" install -q --require-hashes -r "$req"; then
-    echo "setup: could not install Hugging Face tokenizers (offline? no python3-venv?): the BPE comparison tests will SKIP."
-    echo "setup:   later, from the repository root: $cmd"
+    echo "setup: could not install Hugging Face tokenizers and transformers (offline? no python3-venv?):"
+    echo "setup:   the BPE and llama comparison tests will SKIP. Later, from the repository root: $cmd"
   else
-    echo "setup: installed Hugging Face tokenizers into .venv"
+    echo "setup: installed Hugging Face tokenizers and transformers into .venv ($py)"
   fi
 }
 
