@@ -35,6 +35,7 @@
 #include <numbers>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpt/backend.h"
@@ -479,6 +480,13 @@ struct Setup {
   std::map<std::string, double> probe_step_s;  // per model (0: --iters, no probe)
 };
 
+// The timing commands' rule (kernels/clock.h, warn_if_busy): busy when the 1-minute load
+// average was above the hardware threads (the run itself counts up to its own threads).
+bool busy(const Setup& s) {
+  const double cores = static_cast<double>(std::thread::hardware_concurrency());
+  return cores > 0 && (s.load_start > cores || s.load_end > cores);
+}
+
 std::string budget_json(const CompareOptions& o, const Setup& s) {
   using kernels::harness::json_number;
   using kernels::harness::json_string;
@@ -598,7 +606,7 @@ std::string markdown_record(const CompareOptions& o, const Setup& s, const std::
         "what that run measured, the JSON beside this file has every run and its curve.\n\n"
      << "- machine: " << s.machine << "\n"
      << "- load average: " << fixed(s.load_start, 2) << " at the start, " << fixed(s.load_end, 2) << " at the end"
-     << (s.load_start > 1.0 || s.load_end > 1.0 ? " (**measured under load**: other processes shared the cores)" : "")
+     << (busy(s) ? " (**measured under load**: above the hardware threads, other processes shared the cores)" : "")
      << "\n"
      << "- command: `" << command << "` (the record: `bash scripts/bench_lesson11.sh`, knobs BUDGET, SEEDS, "
         "VOCAB, THREADS)\n"
@@ -839,7 +847,7 @@ int run_compare_part(const Options& opts) {
                                            : ("the first " + std::to_string(val_bytes) + " bytes of the validation split").c_str());
   for (const std::string& line : verdict) std::printf("%s\n", line.c_str());
   std::printf("load average %.2f at the start, %.2f at the end%s\n", s.load_start, s.load_end,
-              s.load_start > 1.0 || s.load_end > 1.0 ? " (measured under load)" : "");
+              busy(s) ? " (measured under load)" : "");
 
   if (!o.json.empty()) write_file(o.json, runs_json(o, s, runs));
   if (!o.md.empty()) write_file(o.md, markdown_record(o, s, runs, sums, verdict, command_line(opts, o)));

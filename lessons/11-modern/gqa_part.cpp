@@ -377,7 +377,7 @@ int run_gqa_part(const Options& all) {
   std::cout << "What the measurements say (a model of L = " << L << " layers takes L times each step):\n";
   for (const std::string& line : lines) std::cout << line << "\n";
   std::cout << "Load average (1 min) before " << fmt(load_before, 2) << ", after " << fmt(load_after, 2) << ", on "
-            << threads << " threads.\n";
+            << threads << " thread" << (threads == 1 ? "" : "s") << ".\n";
 
   if (!o.json.empty()) {
     using kernels::harness::json_number;
