@@ -423,6 +423,13 @@ std::vector<Result> run_bench(const OpBench& op, const BenchOptions& opts, const
 
 // ---- report ---------------------------------------------------------------------------
 
+std::string json_fields(const MachineInfo& m) {
+  return "\"cpu\": " + json_string(m.cpu) + ", \"cores\": " + std::to_string(m.cores) +
+         ", \"omp_max_threads\": " + std::to_string(m.omp_max_threads) + ", \"simd\": " + json_string(m.simd) +
+         ", \"compiler\": " + json_string(m.compiler) + ", \"flags\": " + json_string(m.flags) +
+         ", \"date\": " + json_string(m.date);
+}
+
 MachineInfo machine_info() {
   MachineInfo m;
   std::ifstream cpuinfo("/proc/cpuinfo");

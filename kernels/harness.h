@@ -313,6 +313,10 @@ MachineInfo machine_info();
 // with `precision` significant digits, or null when it is not finite.
 std::string json_string(const std::string& s);
 std::string json_number(double v, int precision = 6);
+// The machine as JSON object fields, without the braces: "cpu": ..., "cores": ...,
+// "omp_max_threads": ..., "simd": ..., "compiler": ..., "flags": ..., "date": ... (what the
+// lessons' records put in their "machine" objects, with fields of their own after).
+std::string json_fields(const MachineInfo& m);
 
 void write_json(std::ostream& out, const MachineInfo& machine, const Ceilings& ceilings,
                 const std::vector<Result>& results);

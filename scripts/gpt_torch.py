@@ -440,17 +440,22 @@ def cmd_parity(args):
         optimizer.step()  # constant lr
         losses.append(loss.item())  # the loss before this step's update
         norms.append(norm.item())   # the norm before clipping
+    return write_parity(args, model.config, inputs, out, losses, norms)
+
+
+def write_parity(args, config, inputs, out, losses, norms):
+    """The parity file: `out` (activations, loss, gradients) plus the AdamW run's losses and
+    norms, with the config and the run's settings as metadata (scripts/llama_torch.py too)."""
     out["adamw_losses"] = np.array(losses, dtype=np.float32)
     out["adamw_grad_norms"] = np.array(norms, dtype=np.float32)
-
-    metadata = dict(model.config.as_metadata())
+    metadata = dict(config.as_metadata())
     metadata.update({"torch_version": torch.__version__, "steps": str(args.steps), "lr": repr(args.lr),
                      "weight_decay": repr(args.weight_decay), "beta1": repr(args.beta1),
                      "beta2": repr(args.beta2), "eps": repr(args.eps), "grad_clip": repr(args.grad_clip)})
     write_safetensors(args.out, out, metadata)
     B, T = inputs.shape
-    print(f"parity: {model.config}, B={B} T={T}: loss {out['loss'][0]:.6f} "
-          f"(log V = {math.log(model.config.vocab_size):.6f}), {len(out)} tensors -> {args.out}")
+    print(f"parity: {config}, B={B} T={T}: loss {out['loss'][0]:.6f} "
+          f"(log V = {math.log(config.vocab_size):.6f}), {len(out)} tensors -> {args.out}")
     if losses:
         print(f"parity: AdamW losses {losses[0]:.6f} -> {losses[-1]:.6f} over {args.steps} steps")
     return 0

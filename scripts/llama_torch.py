@@ -66,7 +66,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # the safetensors reader/writer, the batch loader, the AdamW groups and the error type are
 # gpt_torch.py's: one definition of each (it also reports a missing numpy/torch)
-from gpt_torch import GPTTorchError, adamw_for, load_batch, read_safetensors, write_safetensors  # noqa: E402
+from gpt_torch import GPTTorchError, adamw_for, load_batch, read_safetensors, write_parity, write_safetensors  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -588,20 +588,7 @@ def cmd_parity(args):
     model = load_model(args.weights)  # the AdamW run starts from the same weights
     losses, norms = adamw_run(model, inputs, targets, args.steps, args.lr, (args.beta1, args.beta2), args.eps,
                               args.weight_decay, args.grad_clip)
-    out["adamw_losses"] = np.array(losses, dtype=np.float32)
-    out["adamw_grad_norms"] = np.array(norms, dtype=np.float32)
-
-    metadata = dict(model.config.as_metadata())
-    metadata.update({"torch_version": torch.__version__, "steps": str(args.steps), "lr": repr(args.lr),
-                     "weight_decay": repr(args.weight_decay), "beta1": repr(args.beta1),
-                     "beta2": repr(args.beta2), "eps": repr(args.eps), "grad_clip": repr(args.grad_clip)})
-    write_safetensors(args.out, out, metadata)
-    B, T = inputs.shape
-    print(f"parity: {model.config}, B={B} T={T}: loss {out['loss'][0]:.6f} "
-          f"(log V = {math.log(model.config.vocab_size):.6f}), {len(out)} tensors -> {args.out}")
-    if losses:
-        print(f"parity: AdamW losses {losses[0]:.6f} -> {losses[-1]:.6f} over {args.steps} steps")
-    return 0
+    return write_parity(args, model.config, inputs, out, losses, norms)
 
 
 def cmd_init(args):

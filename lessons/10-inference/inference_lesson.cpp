@@ -96,12 +96,9 @@ Splits corpus_splits(const Options& opts, const nn::CharVocab& vocab) {
 }
 
 std::string machine_json(const Options& opts) {
-  const kernels::harness::MachineInfo m = kernels::harness::machine_info();
   using kernels::harness::json_string;
   std::ostringstream os;
-  os << "{\"cpu\": " << json_string(m.cpu) << ", \"cores\": " << m.cores << ", \"omp_max_threads\": " << m.omp_max_threads
-     << ", \"simd\": " << json_string(m.simd) << ", \"compiler\": " << json_string(m.compiler)
-     << ", \"flags\": " << json_string(m.flags) << ", \"date\": " << json_string(m.date)
+  os << "{" << kernels::harness::json_fields(kernels::harness::machine_info())
      << ", \"backend\": " << json_string(opts.backend) << ", \"quick\": " << (opts.quick ? "true" : "false") << "}";
   return os.str();
 }

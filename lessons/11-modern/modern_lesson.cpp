@@ -29,12 +29,8 @@ std::vector<std::pair<std::string, std::string>>& records() {
 }
 
 std::string machine_json(const Options& opts) {
-  const kernels::harness::MachineInfo m = kernels::harness::machine_info();
-  using kernels::harness::json_string;
   std::ostringstream os;
-  os << "{\"cpu\": " << json_string(m.cpu) << ", \"cores\": " << m.cores << ", \"omp_max_threads\": " << m.omp_max_threads
-     << ", \"simd\": " << json_string(m.simd) << ", \"compiler\": " << json_string(m.compiler)
-     << ", \"flags\": " << json_string(m.flags) << ", \"date\": " << json_string(m.date)
+  os << "{" << kernels::harness::json_fields(kernels::harness::machine_info())
      << ", \"quick\": " << (opts.quick ? "true" : "false") << "}";
   return os.str();
 }
