@@ -32,6 +32,7 @@
 #include "lessons/09-cuda/cuda_lesson.h"
 #include "lessons/10-inference/inference_lesson.h"
 #include "lessons/11-modern/modern_lesson.h"
+#include "lessons/12-real-models/real_lesson.h"
 #include "lessons/common/cli.h"
 
 namespace {
@@ -91,6 +92,8 @@ const Command kCommands[] = {
      with_options(lesson10::add_options, lesson10::run)},
     {"lesson11", "Lesson 11: from nanoGPT to a modern LLM; byte-level BPE, RMSNorm, RoPE, SwiGLU, flash attention",
      with_options(lesson11::add_options, lesson11::run)},
+    {"lesson12", "Lesson 12: real models; Hugging Face checkpoints in and out, GPT-2 and Llama weights, LoRA",
+     with_options(lesson12::add_options, lesson12::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},
     {"check", "Check your exercises (exercises/), first failure first; hints, --watch, reports", with_options(app::add_check_options, app::run_check)},
