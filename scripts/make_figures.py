@@ -942,6 +942,184 @@ def fig_lesson11_bpe():
 
 
 # ------------------------------------------------------------------------------------------
+# Lesson 12 (issue 22): real models. Three records, written by the commands below; each figure
+# reads only the fields listed here (the parts' headers, lessons/12-real-models/*_part.h, document
+# the same fields). A record or a field that is missing is an error naming the command that
+# makes it: never a silently empty plot.
+#
+#   lesson12-speed.json   nnlab lesson12 --part speed --json docs/benchmarks/lesson12-speed.json
+#       {"schema": "nnlab-lesson12/1", "machine": {...}, "parts": {"speed": {
+#          "bandwidth_gbs": 26.3,
+#          "law": [{"model": "gpt2-124M", "format": "fp32", "bytes_per_token": 494619648,
+#                   "tokens_per_s": ..., "law_tokens_per_s": ...}, ...]  (models x formats)
+#          ...}}}
+#   lesson12-vs-transformers.json   the transformers generate() peer (H3's script)
+#       {"machine": {...}, "rows": [{"model": "gpt2-124M", "format": "fp32",
+#          "ours_tokens_per_s": ..., "transformers_tokens_per_s": ...}, ...]}
+#       (transformers_tokens_per_s is null for a format transformers does not run)
+#   lesson12-lora.json    nnlab lesson12 --part lora --json docs/benchmarks/lesson12-lora.json
+#       {"schema": "nnlab-lesson12/1", "machine": {...}, "parts": {"lora": {
+#          "rows": [{"method": "lora", "rank": 8, "trainable_params": ..., "optimizer_bytes": ...,
+#                    "step_ms": ..., "val_loss": ...}, ...,
+#                   {"method": "full", "rank": null, ...}]}}}
+L12_COMMANDS = {
+    "lesson12-speed.json": "nnlab lesson12 --part speed --json docs/benchmarks/lesson12-speed.json",
+    "lesson12-vs-transformers.json": "the transformers generate() peer of lesson 12 (see "
+                                     "lessons/12-real-models/README.md, 'What to run')",
+    "lesson12-lora.json": "nnlab lesson12 --part lora --json docs/benchmarks/lesson12-lora.json",
+}
+
+
+def _l12_record(name, part=None):
+    """The record docs/benchmarks/<name> (its parts[part] when part is given), or a clear error."""
+    path = os.path.join(BENCH, name)
+    if not os.path.exists(path):
+        raise SystemExit(f"docs/benchmarks/{name} does not exist: make it with `{L12_COMMANDS[name]}`")
+    rec = load_json(name)
+    if part is None:
+        return rec, rec
+    parts = rec.get("parts")
+    if not isinstance(parts, dict) or part not in parts:
+        raise SystemExit(f"docs/benchmarks/{name} has no parts.{part}: make it with `{L12_COMMANDS[name]}`")
+    return rec, parts[part]
+
+
+def _l12_rows(name, obj, key, fields):
+    """obj[key], a non-empty list of objects that each have `fields`, or a clear error."""
+    rows = obj.get(key)
+    if not isinstance(rows, list) or not rows:
+        raise SystemExit(f"docs/benchmarks/{name}: no '{key}' rows (remake it: `{L12_COMMANDS[name]}`)")
+    for i, r in enumerate(rows):
+        missing = [f for f in fields if f not in r]
+        if missing:
+            raise SystemExit(f"docs/benchmarks/{name}: {key}[{i}] lacks {', '.join(missing)} "
+                             f"(the fields listed in scripts/make_figures.py; remake it: `{L12_COMMANDS[name]}`)")
+    return rows
+
+
+def _l12_grouped_bars(ax, models, formats, value, label_of, hatch_of=None):
+    """Bars grouped by model, one per format; value(model, format) -> number or None (no bar)."""
+    import numpy as np
+    width = 0.8 / len(formats)
+    for k, f_ in enumerate(formats):
+        xs, ys = [], []
+        for i, m in enumerate(models):
+            v = value(m, f_)
+            if v is not None:
+                xs.append(i + (k - (len(formats) - 1) / 2) * width)
+                ys.append(v)
+        ax.bar(xs, ys, width * 0.95, label=label_of(f_), hatch=hatch_of(f_) if hatch_of else None,
+               edgecolor="0.2", lw=0.4)
+    ax.set_xticks(np.arange(len(models)))
+    ax.set_xticklabels(models)
+
+
+def fig_lesson12_speed():
+    name = "lesson12-speed.json"
+    rec, speed = _l12_record(name, "speed")
+    rows = _l12_rows(name, speed, "law", ["model", "format", "bytes_per_token", "tokens_per_s", "law_tokens_per_s"])
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    formats = list(dict.fromkeys(r["format"] for r in rows))
+    at = {(r["model"], r["format"]): r for r in rows}
+    p = plt()
+    fig, ax = p.subplots(figsize=(8.0, 3.8))
+    import numpy as np
+    width = 0.8 / len(formats)
+    colors = p.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, f_ in enumerate(formats):
+        for i, m in enumerate(models):
+            r = at.get((m, f_))
+            if r is None:
+                continue
+            x = i + (k - (len(formats) - 1) / 2) * width
+            ax.bar(x, r["tokens_per_s"], width * 0.9, color=colors[k % len(colors)], edgecolor="0.2", lw=0.4,
+                   label=f_ if i == 0 else None)
+            # the law's ceiling for the same bytes: a black tick above (or through) the bar
+            ax.plot([x - width * 0.45, x + width * 0.45], [r["law_tokens_per_s"]] * 2, "k-", lw=1.2,
+                    label="law: bandwidth / bytes per token" if (i == 0 and k == 0) else None)
+            ax.text(x, r["tokens_per_s"], f"{r['tokens_per_s'] / r['law_tokens_per_s']:.2f}", ha="center",
+                    va="bottom", fontsize=6)
+    ax.set_xticks(np.arange(len(models)))
+    ax.set_xticklabels(models)
+    ax.set_ylabel("decode tokens/s, batch 1")
+    bw = speed.get("bandwidth_gbs")
+    ax.set_title("measured bars, the law's ceiling as a black tick, the fraction of it on each bar"
+                 + (f" ({bw:.1f} GB/s)" if isinstance(bw, (int, float)) else ""))
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    fig.suptitle("Lesson 12: GPT-2 shapes decoded by our kernels, per weight format, against the bandwidth law"
+                 + mode_tag())
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return save(fig, "lesson12-speed-law", f"docs/benchmarks/{name} ({L12_COMMANDS[name]}; {machine(rec)})")
+
+
+def fig_lesson12_vs_transformers():
+    name = "lesson12-vs-transformers.json"
+    rec, top = _l12_record(name)
+    rows = _l12_rows(name, top, "rows", ["model", "format", "ours_tokens_per_s", "transformers_tokens_per_s"])
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    formats = list(dict.fromkeys(r["format"] for r in rows))
+    at = {(r["model"], r["format"]): r for r in rows}
+    series = [("ours", f_) for f_ in formats] + [("transformers", f_) for f_ in formats
+                                                 if any(at.get((m, f_), {}).get("transformers_tokens_per_s")
+                                                        is not None for m in models)]
+    p = plt()
+    fig, ax = p.subplots(figsize=(8.0, 3.8))
+
+    def value(m, s):
+        r = at.get((m, s[1]))
+        if r is None:
+            return None
+        return r["ours_tokens_per_s"] if s[0] == "ours" else r["transformers_tokens_per_s"]
+
+    _l12_grouped_bars(ax, models, series, value, lambda s: f"{s[0]} {s[1]}",
+                      lambda s: "//" if s[0] == "transformers" else None)
+    ax.set_ylabel("decode tokens/s, batch 1, CPU")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=6.5, ncol=2)
+    ax.set_title("same machine, same shapes, random weights (speed does not depend on their values)")
+    fig.suptitle("Lesson 12: our decoder against transformers' generate()" + mode_tag())
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return save(fig, "lesson12-vs-transformers", f"docs/benchmarks/{name} ({machine(rec)})")
+
+
+def fig_lesson12_lora():
+    name = "lesson12-lora.json"
+    rec, lora = _l12_record(name, "lora")
+    rows = _l12_rows(name, lora, "rows", ["method", "rank", "trainable_params", "val_loss"])
+    ranked = sorted((r for r in rows if r["method"] == "lora"), key=lambda r: r["rank"])
+    full = [r for r in rows if r["method"] == "full"]
+    if not ranked:
+        raise SystemExit(f"docs/benchmarks/{name}: no rows with method 'lora' (remake it: `{L12_COMMANDS[name]}`)")
+    p = plt()
+    fig, (a1, a2) = p.subplots(1, 2, figsize=(9.5, 3.6))
+    ranks = [r["rank"] for r in ranked]
+    a1.plot(ranks, [r["val_loss"] for r in ranked], "o-", ms=4, label="LoRA")
+    a2.plot(ranks, [r["trainable_params"] for r in ranked], "o-", ms=4, label="LoRA")
+    for r in full:
+        a1.axhline(r["val_loss"], color="k", ls="--", lw=0.8, label="full fine-tuning")
+        a2.axhline(r["trainable_params"], color="k", ls="--", lw=0.8, label="full fine-tuning")
+    base = lora.get("base_val_loss")
+    if isinstance(base, (int, float)):
+        a1.axhline(base, color="0.6", ls=":", lw=0.8, label="before fine-tuning")
+    for a in (a1, a2):
+        a.set_xscale("log", base=2)
+        a.set_xticks(ranks)
+        a.set_xticklabels([str(r) for r in ranks])
+        a.set_xlabel("rank r")
+        a.grid(alpha=0.3, which="both")
+        a.legend(fontsize=7)
+    a1.set_ylabel("validation loss (new domain)")
+    a1.set_title("validation loss after the same number of steps")
+    a2.set_yscale("log")
+    a2.set_ylabel("trainable parameters")
+    a2.set_title("what is trained: r (in + out) per adapted matrix")
+    fig.suptitle("Lesson 12: LoRA against full fine-tuning" + mode_tag())
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return save(fig, "lesson12-lora", f"docs/benchmarks/{name} ({L12_COMMANDS[name]}; {machine(rec)})")
+
+
+# ------------------------------------------------------------------------------------------
 # name -> (function, the records it reads (docs/benchmarks/...), or the program it runs (a str))
 FIGURES = {
     "lesson01-nudge-vs-gradient": (fig_lesson01_curves, "nnlab lesson01 --csv --grid"),
@@ -969,7 +1147,15 @@ FIGURES = {
     "lesson10-prune-sparsity": (fig_lesson10_prune, ["lesson10-prune.json"]),
     "lesson11-flash-attention": (fig_lesson11_flash, ["flash-attention-cpu.md"]),
     "lesson11-bpe-bytes-per-token": (fig_lesson11_bpe, ["lesson11-bpe.json"]),
+    "lesson12-speed-law": (fig_lesson12_speed, ["lesson12-speed.json"]),
+    "lesson12-vs-transformers": (fig_lesson12_vs_transformers, ["lesson12-vs-transformers.json"]),
+    "lesson12-lora": (fig_lesson12_lora, ["lesson12-lora.json"]),
 }
+
+# Figures whose records are still being measured (issue 22: lesson 12's records are made where a
+# machine is free). --check reports them as pending instead of failing, as long as no text shows
+# their PNG yet; once a record exists it is checked like any other. Empty this set when they land.
+PENDING_RECORDS = {"lesson12-speed.json", "lesson12-vs-transformers.json", "lesson12-lora.json"}
 
 
 def texts():
@@ -1016,6 +1202,9 @@ def check():
     for name, (_, records) in FIGURES.items():
         for r in records if isinstance(records, list) else []:
             if not os.path.exists(os.path.join(BENCH, r)):
+                if r in PENDING_RECORDS:
+                    print(f"pending: figure {name}: its record docs/benchmarks/{r} is not measured yet")
+                    continue
                 errors.append(f"figure {name}: its record docs/benchmarks/{r} is missing")
     for e in errors:
         print("error: " + e)
