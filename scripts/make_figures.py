@@ -950,9 +950,10 @@ def fig_lesson11_bpe():
 #   lesson12-speed.json   nnlab lesson12 --part speed --json docs/benchmarks/lesson12-speed.json
 #       {"schema": "nnlab-lesson12/1", "machine": {...}, "parts": {"speed": {
 #          "bandwidth_gbs": 26.3,
-#          "law": [{"model": "gpt2-124M", "format": "fp32", "bytes_per_token": 494619648,
-#                   "tokens_per_s": ..., "law_tokens_per_s": ...}, ...]  (models x formats)
-#          ...}}}
+#          "models": [{"name": "gpt2-124m", "random_weights": true,
+#                      "rows": [{"format": "fp32", "bytes_per_token": 494619648,
+#                                "tokens_per_s": ..., "law_tokens_per_s": ...}, ...]}, ...],
+#          ...}}}   (lessons/12-real-models/speed_part.h lists every field)
 #   lesson12-vs-transformers.json   the transformers generate() peer (H3's script)
 #       {"machine": {...}, "rows": [{"model": "gpt2-124M", "format": "fp32",
 #          "ours_tokens_per_s": ..., "transformers_tokens_per_s": ...}, ...]}
@@ -1017,7 +1018,10 @@ def _l12_grouped_bars(ax, models, formats, value, label_of, hatch_of=None):
 def fig_lesson12_speed():
     name = "lesson12-speed.json"
     rec, speed = _l12_record(name, "speed")
-    rows = _l12_rows(name, speed, "law", ["model", "format", "bytes_per_token", "tokens_per_s", "law_tokens_per_s"])
+    rows = []
+    for m in _l12_rows(name, speed, "models", ["name", "rows"]):
+        for r in _l12_rows(name, m, "rows", ["format", "bytes_per_token", "tokens_per_s", "law_tokens_per_s"]):
+            rows.append(dict(r, model=m["name"] + (" (random weights)" if m.get("random_weights") else "")))
     models = list(dict.fromkeys(r["model"] for r in rows))
     formats = list(dict.fromkeys(r["format"] for r in rows))
     at = {(r["model"], r["format"]): r for r in rows}
