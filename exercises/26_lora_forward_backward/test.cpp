@@ -68,16 +68,16 @@ std::vector<double> forward(const Case& c, const std::vector<double>& x, const s
 
 // L = sum(dy * y): its gradient with respect to y is dy, the upstream gradient of the tests.
 double loss(const Case& c, const std::vector<double>& x, const std::vector<double>& A, const std::vector<double>& B,
-            const Data& d) {
-  const std::vector<double> y = forward(c, x, A, B, d, static_cast<double>(c.alpha) / c.r);
+            const Data& d, double s) {
+  const std::vector<double> y = forward(c, x, A, B, d, s);
   double L = 0.0;
   for (size_t i = 0; i < y.size(); ++i) L += static_cast<double>(d.dy[i]) * y[i];
   return L;
 }
 
 // dL/dv[i] for every i by central differences (L is linear in each single element, so in
-// double this is exact up to rounding).
-std::vector<double> numeric_grad(const Case& c, const Data& d, int which) {
+// double this is exact up to rounding), with the adapter scaled by s.
+std::vector<double> numeric_grad(const Case& c, const Data& d, int which, double s) {
   std::vector<double> x = ex_test::to_double(d.x), A = ex_test::to_double(d.A), B = ex_test::to_double(d.B);
   std::vector<double>& v = which == 0 ? x : which == 1 ? A : B;
   std::vector<double> g(v.size());
@@ -85,9 +85,9 @@ std::vector<double> numeric_grad(const Case& c, const Data& d, int which) {
   for (size_t i = 0; i < v.size(); ++i) {
     const double keep = v[i];
     v[i] = keep + eps;
-    const double up = loss(c, x, A, B, d);
+    const double up = loss(c, x, A, B, d, s);
     v[i] = keep - eps;
-    const double down = loss(c, x, A, B, d);
+    const double down = loss(c, x, A, B, d, s);
     v[i] = keep;
     g[i] = (up - down) / (2 * eps);
   }
@@ -146,14 +146,17 @@ void check_backward(const Case& c, bool zero_B) {
   std::vector<float>* got[3] = {&dx, &dA, &dB};
   const size_t sizes[3] = {nx, nA, nB};
   for (int k = 0; k < 3; ++k) {
-    const std::vector<double> g = numeric_grad(c, d, k);
+    const std::vector<double> g = numeric_grad(c, d, k, static_cast<double>(c.alpha) / c.r);
+    const std::vector<double> g_alpha = numeric_grad(c, d, k, c.alpha);  // the scale-by-alpha mistake
     std::vector<double> want(sizes[k]);
     for (size_t i = 0; i < sizes[k]; ++i) want[i] = (*before[k])[i] + g[i];
     const std::vector<float>& v = *got[k];
     const std::string cause = ex_test::diagnose(
         {v.data(), sizes[k]}, want, 1e-4, 1e-4,
         {{std::string(names[k]) + " was assigned, not accumulated: add the gradient to what it holds (+=)",
-          [&](size_t i) { return ex_test::close(v[i], g[i], 1e-4, 1e-4); }}});
+          [&](size_t i) { return ex_test::close(v[i], g[i], 1e-4, 1e-4); }},
+         {"the backward scaled by alpha; the scale is alpha / r (once in dB, once in dh)",
+          [&](size_t i) { return ex_test::close(v[i], (*before[k])[i] + g_alpha[i], 1e-4, 1e-4); }}});
     const auto cmp = ex_test::compare(names[k], {v.data(), sizes[k]}, want, 1e-4, 1e-4);
     INFO("N = " << c.N << ", IN = " << c.IN << ", OUT = " << c.OUT << ", r = " << c.r << ", alpha = " << c.alpha
                 << (zero_B ? ", B = 0 (LoRA's start)" : "")
