@@ -362,7 +362,9 @@ Part speed measures your machine's bandwidth and the tokens/s.'''),
     code(law),
     md('''## Run the parts
 
-`lesson12 --part hf|speed|lora --json ...`: each part's record is checked for its schema.'''),
+`lesson12 --part hf|speed|lora --json ...`: each part's record is checked for its schema.
+Without `NNLAB_QUICK=1` these are the full parts: minutes, and about 1.5 GB of memory for the
+355M shape (set `NNLAB_QUICK=1` in the environment before starting Jupyter for a quick look).'''),
     code(run_cell),
     md('''## Decode speed against the law (this run)'''),
     code(speed_plot),
