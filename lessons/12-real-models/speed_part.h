@@ -13,8 +13,10 @@
 //     the perplexity is about V (the model knows nothing) and only its change per format means
 //     anything: the program says so.
 // Then speculative decoding (gpt/speculative.h, greedy): the 124M shape drafting for the 355M
-// shape (random models disagree: acceptance near zero, printed as measured), and the 355M's own
-// int4 copy drafting for it (they agree on most tokens), against plain decoding of the 355M.
+// shape, and the 355M's own int4 copy drafting for it, against plain decoding of the 355M.
+// Greedy, so the output must be the target's own greedy tokens: checked. (Random models of GPT-2's init with a tied head
+// mostly repeat the current token, so they agree more than one would guess: the part measures
+// and prints how often the target's greedy token repeats the one before, repeat_fraction.)
 //
 // With real weights (a Hugging Face directory loaded by gpt/hf.h) the same measurements run
 // through measure_model(model, tokenizer-encoded text) below: nothing here knows the weights
@@ -30,19 +32,21 @@
 //                "perplexity_change"}]}],
 //    "speculative": [{"target", "draft", "k", "tokens", "acceptance", "tokens_per_round",
 //      "expected_tokens_per_round", "tokens_per_s", "baseline_tokens_per_s", "speedup",
-//      "cost_ratio", "expected_speedup"}]}
+//      "cost_ratio", "expected_speedup", "random_weights", "repeat_fraction"}]}
 //   tokens_per_s: median of the rounds; perplexity_change: this format's perplexity / fp32's - 1.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpt/backend.h"
 #include "gpt/infer.h"
 #include "gpt/model.h"
+#include "io/bpe.h"
 
 namespace lesson12 {
 
@@ -58,6 +62,10 @@ struct SpeedOptions {
   std::string spec_target = "gpt2-355m", spec_draft = "gpt2-124m";  // empty: no speculative
   int spec_k = 4;
   int spec_tokens = 48;
+  // Real weights: comma-separated Hugging Face model directories (scripts/fetch_model.py),
+  // measured instead of the random shapes; with two or more, speculative decoding drafts
+  // with the first for the last (GPT-2 124M for GPT-2 medium). Needs a loader (below).
+  std::string models;
 };
 void add_speed_options(CLI::App& app, SpeedOptions& opts);
 
@@ -71,6 +79,19 @@ std::vector<std::string> shape_names();
 // parameters only (the gradients and AdamW moments gpt_create makes are released: 355M
 // parameters would need 5.7 GB with them, 1.4 GB without).
 gpt::GPT random_model(const gpt::GPTConfig& c, uint64_t seed);
+
+// --speed-models needs gpt/hf.h's loader, which this part does not include (it is written
+// beside it): whoever links both registers a function that loads a directory, e.g.
+//   set_real_model_loader([](const std::string& d) { auto m = gpt::load_hf_model(d);
+//       return RealModel{std::move(m.model), std::move(m.tokenizer), d}; });
+// Without one, --speed-models is an error saying so.
+struct RealModel {
+  gpt::GPT model;
+  std::optional<nn::BpeTokenizer> tokenizer;  // encodes the evaluation text (else the corpus BPE)
+  std::string name;
+};
+using RealModelLoader = RealModel (*)(const std::string& dir);
+void set_real_model_loader(RealModelLoader loader);
 
 // One format of one model.
 struct FormatRow {
