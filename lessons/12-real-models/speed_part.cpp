@@ -336,6 +336,9 @@ ModelResult measure_model(const gpt::GPT& model, const std::string& name, bool r
 
 int run_speed_part(const Options& opts) {
   const SpeedOptions& so = opts.speed;
+  NN_CHECK(so.models.empty() || loader_slot() != nullptr,
+           "--speed-models: this build registers no Hugging Face loader (gpt/hf.h; set_real_model_loader, "
+           "speed_part.h)");
   kernels::warn_if_busy(std::cout);
   const int threads = gpt::use_threads(opts.threads);
   auto be = gpt::make_backend("cpu", "fp32");
@@ -393,8 +396,6 @@ int run_speed_part(const Options& opts) {
   const std::vector<std::string> model_dirs = split_list(o.models);
   std::vector<RealModel> real;  // kept for speculative decoding
   if (!model_dirs.empty()) {
-    NN_CHECK(loader_slot() != nullptr, "--speed-models: this build registers no Hugging Face loader (gpt/hf.h; "
-                                       "set_real_model_loader, speed_part.h)");
     for (const std::string& dir : model_dirs) {
       RealModel rm = loader_slot()(dir);
       std::vector<int32_t> ids = eval_ids;
