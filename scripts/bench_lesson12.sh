@@ -25,13 +25,21 @@
 #      lesson12 --part speed --speed-models models/smollm-135m --spec-target ""
 #      -> docs/benchmarks/lesson12-real-speed.json, lesson12-real-smollm.json
 #
-# Environment: ROUNDS (default 3), NNLAB_HF_PYTHON (default <repo>/.venv/bin/python: a Python
+# Environment: ROUNDS (default 3: alternating rounds of step 2), PARTS (default "figures peer":
+# which of steps 1 and 2), EVAL_TOKENS (default 1024: perplexity tokens of step 1), TOKENS
+# (default 32: decoded per round), THREADS (default "1 2": the thread settings each side tries;
+# the best counts), FIG_THREADS (default 0: the default; step 1's threads), NNLAB_HF_PYTHON (default <repo>/.venv/bin/python: a Python
 # with torch and transformers), BIN (default build/release/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/release/bin}
 OUT=docs/benchmarks
 ROUNDS=${ROUNDS:-3}
+PARTS=${PARTS:-figures peer}
+EVAL_TOKENS=${EVAL_TOKENS:-1024}
+TOKENS=${TOKENS:-32}
+export THREADS=${THREADS:-1 2}
+FIG_THREADS=${FIG_THREADS:-0}
 HF_PY=${NNLAB_HF_PYTHON:-.venv/bin/python}
 QUICK=0
 REAL=0
@@ -52,8 +60,8 @@ if [ "$QUICK" = 1 ]; then
 else
   SHAPES="gpt2-124m gpt2-355m smollm-135m"
   QFLAG=
-  PEER_ARGS="--prompt 64 --tokens 32"
-  OURS_ARGS="--speed-prompt 64 --speed-tokens 32"
+  PEER_ARGS="--prompt 64 --tokens $TOKENS"
+  OURS_ARGS="--speed-prompt 64 --speed-tokens $TOKENS"
 fi
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) hardware threads"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -70,8 +78,12 @@ if [ "$REAL" = 1 ]; then
 fi
 
 # 1. the lesson's figures
-"$BIN/lesson12" --part speed $QFLAG --speed-eval-tokens 2048 --json "$OUT/lesson12-speed.json" \
-  | tee "$OUT/lesson12-speed.txt"
+if [[ " $PARTS " == *" figures "* ]]; then
+  "$BIN/lesson12" --part speed $QFLAG $OURS_ARGS --threads "$FIG_THREADS" --speed-rounds 3 --speed-eval-tokens "$EVAL_TOKENS" \
+    --json "$OUT/lesson12-speed.json" | tee "$OUT/lesson12-speed.txt"
+  echo "load average after the figures: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/lesson12-speed.txt"
+fi
+[[ " $PARTS " == *" peer "* ]] || exit 0
 
 # 2. against transformers, alternating
 if ! "$HF_PY" -c "import torch, transformers" 2>/dev/null; then
@@ -81,12 +93,12 @@ fi
 TMP=$(mktemp -d)
 for shape in $SHAPES; do
   for r in $(seq 1 "$ROUNDS"); do
-    for t in 1 2; do
+    for t in $THREADS; do
       "$BIN/lesson12" --part speed --speed-shapes "$shape" --speed-eval-tokens 0 --spec-target "" --threads "$t" \
         $OURS_ARGS --speed-rounds 3 --json "$TMP/ours-$shape-$r-$t.json" > "$TMP/ours-$shape-$r-$t.txt"
     done
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$HF_PY" scripts/hf_peer.py --shape "$shape" $PEER_ARGS \
-      --rounds 3 --threads 1,2 --json "$TMP/theirs-$shape-$r.json"
+      --rounds 3 --threads "$(echo $THREADS | tr ' ' ,)" --json "$TMP/theirs-$shape-$r.json"
     echo "  $shape round $r done (load $(cut -d' ' -f1 /proc/loadavg))"
   done
 done
@@ -99,7 +111,7 @@ res = {"schema": "nnlab-lesson12-vs-transformers/1", "machine": {"cpu": cpu, "ha
        "rounds": rounds, "shapes": []}
 lines = ["# Lesson 12: our decode against Hugging Face transformers (same shapes, CPU)", "",
          f"Machine: {cpu}, {os.cpu_count()} hardware threads. {rounds} rounds per shape, ours and transformers "
-         "alternating; each side at its best of 1 and 2 threads per round; medians over rounds. Random-initialised "
+         f"alternating; each side at its best of threads {os.environ.get('THREADS', '1 2')} per round; medians over rounds. Random-initialised "
          "models (speed does not depend on the values). Commands: `scripts/bench_lesson12.sh` (see its header).", "",
          "| shape | format | ours tokens/s | transformers fp32 tokens/s | ours / theirs |", "|---|---|---:|---:|---:|"]
 for shape in shapes:
@@ -107,8 +119,9 @@ for shape in shapes:
     ours = {}
     for r in range(1, rounds + 1):
         best = {}
-        for t in (1, 2):
-            d = json.load(open(f"{tmp}/ours-{shape}-{r}-{t}.json"))
+        for p in sorted(glob.glob(f"{tmp}/ours-{shape}-{r}-*.json")):
+            d = json.load(open(p))
+            t = d["parts"]["speed"]["threads"]
             for row in d["parts"]["speed"]["models"][0]["rows"]:
                 if row["tokens_per_s"] > best.get(row["format"], (0, 0))[0]:
                     best[row["format"]] = (row["tokens_per_s"], t)
