@@ -32,7 +32,7 @@
 //                "perplexity_change"}]}],
 //    "speculative": [{"target", "draft", "k", "tokens", "acceptance", "tokens_per_round",
 //      "expected_tokens_per_round", "tokens_per_s", "baseline_tokens_per_s", "speedup",
-//      "cost_ratio", "expected_speedup", "random_weights", "repeat_fraction"}]}
+//      "cost_ratio", "expected_speedup", "random_weights", "self_copy", "repeat_fraction"}]}
 //   tokens_per_s: median of the rounds; perplexity_change: this format's perplexity / fp32's - 1.
 #pragma once
 
