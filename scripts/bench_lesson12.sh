@@ -142,4 +142,4 @@ with open(f"{out}/lesson12-vs-transformers.table.md", "w") as f:
     f.write("\n".join(lines) + "\n")
 print("\n".join(lines))
 EOF
-echo "wrote $OUT/lesson12-speed.{json,txt}, $OUT/lesson12-vs-transformers.json and .table.md"
+echo "wrote $OUT/lesson12-vs-transformers.json and .table.md"
