@@ -326,6 +326,8 @@ GPTConfig config_from_hf_json(const std::string& text, const std::string& where,
     cfg.require_null("rope_scaling", "RoPE runs unscaled (no linear, dynamic, yarn or llama3 scaling)");
     cfg.require_bool("attention_bias", false, false, "the Llama projections have no biases here");
     cfg.require_bool("mlp_bias", false, false, "the Llama projections have no biases here");
+    cfg.require_bool("rope_interleaved", false, false, "RoPE pairs channel i with i + hs/2 (rotate_half), not "
+                                                     "adjacent channels");
     if (cfg.has("head_dim") && cfg.integer("head_dim") * c.n_head != c.n_embd) {
       cfg.unsupported("head_dim", "the head size is hidden_size / num_attention_heads = " +
                                       std::to_string(c.n_embd / c.n_head));

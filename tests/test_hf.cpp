@@ -277,7 +277,10 @@ TEST_CASE("hf: a model stored in F16 loads as its float values and says so", "[h
       data.push_back(static_cast<uint8_t>(h >> 8));
     }
     header += std::string(header.size() > 1 ? "," : "") + "\"" + name + "\":{\"dtype\":\"F16\",\"shape\":[";
-    for (size_t d = 0; d < t.shape.size(); ++d) header += (d ? "," : "") + std::to_string(t.shape[d]);
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (d > 0) header += ",";
+      header += std::to_string(t.shape[d]);
+    }
     header += "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
   }
   header += "}";
@@ -313,6 +316,7 @@ TEST_CASE("hf: every unsupported config key is an error naming it", "[hf]") {
       {true, "mlp_bias", "true"},
       {true, "hidden_act", "\"gelu\""},
       {true, "head_dim", "16"},
+      {true, "rope_interleaved", "true"},
       {false, "activation_function", "\"relu\""},
       {false, "scale_attn_by_inverse_layer_idx", "true"},
       {false, "reorder_and_upcast_attn", "true"},
@@ -556,7 +560,10 @@ TEST_CASE("hf: nnlab export-hf, generate and perplexity on a checkpoint and its 
     o.seed = 3;
     const std::vector<int32_t> want = gpt::generate(dec, prompt, o);
     std::string ids;
-    for (int32_t id : want) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+    for (int32_t id : want) {
+      if (!ids.empty()) ids += " ";
+      ids += std::to_string(id);
+    }
     for (const std::string& model : {ckpt, dir}) {
       r = testing::run_program("nnlab", "generate --model " + model + " --prompt-ids \"" +
                                             std::to_string(prompt[0]) + " " + std::to_string(prompt[1]) + " " +
