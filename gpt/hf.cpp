@@ -484,6 +484,8 @@ HfModel load_hf_model(const std::string& dir, bool training_state) {
     if (g.contains("temperature") && g["temperature"].is_number()) out.temperature = g["temperature"].get<float>();
     if (g.contains("top_p") && g["top_p"].is_number()) out.top_p = g["top_p"].get<float>();
     if (g.contains("top_k") && g["top_k"].is_number_integer()) out.top_k = g["top_k"].get<int>();
+    // do_sample false (said, not defaulted): the model's authors ask for greedy decoding
+    if (g.contains("do_sample") && g["do_sample"].is_boolean() && !g["do_sample"].get<bool>()) out.temperature = 0.0f;
   }
   if (out.bos_id >= c.vocab_size) out.bos_id = -1;
   if (out.eos_id >= c.vocab_size) out.eos_id = -1;

@@ -52,7 +52,8 @@ struct HfModel {
   std::optional<nn::BpeTokenizer> tokenizer;  // tokenizer.json, if present and byte-level BPE
   std::string tokenizer_note;  // why there is no tokenizer ("" when there is one)
   int bos_id = -1, eos_id = -1;                 // generation_config.json (else config.json)
-  float temperature = 1, top_p = 1;             // generation_config.json (HF's defaults 1, 1)
+  float temperature = 1, top_p = 1;             // generation_config.json (HF's defaults 1, 1;
+                                                // "do_sample": false there: temperature 0, greedy)
   int top_k = 0;                                // 0: off (generation_config.json's when given)
 };
 

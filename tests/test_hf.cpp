@@ -213,6 +213,28 @@ TEST_CASE("hf: a tokenizer is written beside the model and read back", "[hf]") {
   REQUIRE_THAT(error_of([&] { gpt::save_hf_model(other, tmp.file("bad"), &tok); }), Contains("the tokenizer has"));
 }
 
+TEST_CASE("hf: generation_config.json gives eos, bos and the sampling defaults", "[hf]") {
+  TempDir tmp("hf");
+  const std::string dir = tmp.file("m");
+  gpt::save_hf_model(random_model(small_gpt2(), 2), dir);
+  gpt::HfModel h = gpt::load_hf_model(dir);
+  REQUIRE(h.eos_id == -1);  // a character model: none
+  REQUIRE(h.temperature == 1.0f);
+  REQUIRE(h.top_k == 0);
+  write_all(dir + "/generation_config.json",
+            R"({"bos_token_id": 1, "eos_token_id": [7, 8], "top_k": 20, "top_p": 0.9, "temperature": 0.7})");
+  h = gpt::load_hf_model(dir);
+  REQUIRE(h.bos_id == 1);
+  REQUIRE(h.eos_id == 7);
+  REQUIRE(h.top_k == 20);
+  REQUIRE(h.top_p == 0.9f);
+  REQUIRE(h.temperature == 0.7f);
+  write_all(dir + "/generation_config.json", R"({"eos_token_id": 99, "do_sample": false, "temperature": 0.7})");
+  h = gpt::load_hf_model(dir);
+  REQUIRE(h.eos_id == -1);  // outside the vocabulary of 40: ignored
+  REQUIRE(h.temperature == 0.0f);
+}
+
 // ---- F16 and BF16 -------------------------------------------------------------------------------
 
 TEST_CASE("hf: F16 and BF16 tensors convert exactly to float", "[hf][checkpoint]") {
