@@ -188,7 +188,7 @@ void add_generate_options(CLI::App& app, GenerateCliOptions& o) {
   o.top_p_opt = app.add_option("--top-p", o.top_p, "Nucleus sampling: the fewest most likely tokens whose probability reaches p "
                                      "(1: off)")
       ->check(nn::FiniteRange(1e-9, 1.0));
-  app.add_option("--seed", o.seed, "The sampler's seed")->capture_default_str();
+  app.add_option("--seed", o.seed, "The sampler's seed")->check(nn::Seed())->capture_default_str();
   app.add_option("--format", o.format, "Weights as: f32, bf16, int8 or int4 (lesson 10's packed formats)")
       ->check(CLI::IsMember({"f32", "fp32", "bf16", "int8", "int4"}))->capture_default_str();
   app.add_flag("--no-cache", o.no_cache, "No KV cache: a full forward over the context per token (slower)");
