@@ -20,6 +20,7 @@
 
 #include "gpt/backend.h"
 #include "gpt/hf.h"
+#include "gpt/hf_cli.h"
 #include "gpt/infer.h"
 #include "gpt/model.h"
 #include "gpt/train.h"
@@ -530,6 +531,52 @@ TEST_CASE("hf: top-k and top-p sampling: greedy limits, never outside the kept s
   REQUIRE_THAT(error_of([&] { gpt::sample_token(l.data(), 4, bad, 0.5f); }), Contains("top_p must be in (0, 1]"));
 }
 
+TEST_CASE("hf: window_perplexity scores each token once, from the tokens before it in its window", "[hf][infer]") {
+  gpt::GPTConfig c = small_llama(false);
+  gpt::GPT m = random_model(c, 12);
+  auto be = gpt::make_backend("cpu");
+  auto naive = gpt::make_backend("naive");
+  const gpt::InferenceModel packed = gpt::pack_model(m, kernels::WeightFormat::f32, be->memory());
+  gpt::Decoder dec(packed, *be);
+  nn::Rng rng(4);
+  std::vector<int32_t> ids(45);
+  for (int32_t& id : ids) id = static_cast<int32_t>(rng.uniform() * 39.99f);
+  for (const auto& [ctx, stride] : {std::pair{16, 16}, std::pair{16, 5}, std::pair{16, 1}, std::pair{9, 4}}) {
+    INFO("context " << ctx << ", stride " << stride);
+    const gpt::PerplexityResult r = gpt::window_perplexity(dec, ids, ctx, stride);
+    // the same by hand: token t's window is the first that ends after it and after the tokens
+    // earlier windows scored; its loss from a full forward over the window up to t
+    double nll = 0.0;
+    int64_t scored = 0;
+    int prev_end = 1;
+    for (int begin = 0; prev_end < static_cast<int>(ids.size()); begin += stride) {
+      const int end = std::min(begin + ctx, static_cast<int>(ids.size()));
+      for (int t = std::max(prev_end, begin + 1); t < end; ++t) {
+        const std::vector<int32_t> win(ids.begin() + begin, ids.begin() + t + 1);
+        gpt::gpt_forward(m, *naive, win.data(), win.data() + 1, 1, static_cast<int>(win.size()) - 1);
+        // mean over the window's targets: the last one is token t; the difference of two sums
+        const double all = static_cast<double>(m.mean_loss) * static_cast<double>(win.size() - 1);
+        double before = 0.0;
+        if (win.size() > 2) {
+          gpt::gpt_forward(m, *naive, win.data(), win.data() + 1, 1, static_cast<int>(win.size()) - 2);
+          before = static_cast<double>(m.mean_loss) * static_cast<double>(win.size() - 2);
+        }
+        nll += all - before;
+        ++scored;
+      }
+      prev_end = std::max(prev_end, end);
+    }
+    REQUIRE(r.scored == scored);
+    REQUIRE(r.bytes == scored);
+    REQUIRE(r.mean_nll == Approx(nll / static_cast<double>(scored)).epsilon(1e-5));
+    REQUIRE(r.perplexity == Approx(std::exp(r.mean_nll)));
+    REQUIRE(r.bits_per_byte == Approx(r.mean_nll / std::log(2.0)));
+  }
+  // stride 1 with a full context scores every token but the first
+  REQUIRE(gpt::window_perplexity(dec, ids, 16, 1).scored == static_cast<int64_t>(ids.size()) - 1);
+  REQUIRE_THAT(error_of([&] { gpt::window_perplexity(dec, ids, 17, 1); }), Contains("context 17"));
+}
+
 TEST_CASE("hf: generation stops after the eos id", "[hf][infer]") {
   gpt::GPT m = random_model(small_llama(true), 8);
   auto be = gpt::make_backend("cpu");
@@ -597,6 +644,23 @@ TEST_CASE("hf: nnlab export-hf, generate and perplexity on a checkpoint and its 
       REQUIRE_THAT(r.output, Contains(ids + "\n"));
       REQUIRE_THAT(r.output, Contains("tokens/s"));
     }
+    // greedy: the KV cache and a full forward per token (--no-cache) give the same ids
+    const std::string greedy = "generate --model " + dir + " --prompt-ids \"3 1 4 1 5\" --tokens 10 --temperature 0 --ids";
+    const auto cached = testing::run_program("nnlab", greedy);
+    const auto uncached = testing::run_program("nnlab", greedy + " --no-cache");
+    REQUIRE(cached.status == 0);
+    REQUIRE(uncached.status == 0);
+    // (stdout and stderr together: the ids are the line of digits and spaces)
+    const auto ids_line = [](const std::string& out) {
+      std::istringstream in(out);
+      for (std::string l; std::getline(in, l);) {
+        if (!l.empty() && l.find_first_not_of("0123456789 ") == std::string::npos) return l;
+      }
+      return std::string("<no ids>");
+    };
+    REQUIRE(ids_line(cached.output).size() >= 19);  // 10 ids
+    REQUIRE(ids_line(cached.output) == ids_line(uncached.output));
+    REQUIRE_THAT(uncached.output, Contains("no cache"));
     // text through the checkpoint's character vocabulary
     r = testing::run_program("nnlab", "generate --model " + ckpt + " --prompt \"to be\" --tokens 12 --temperature 0.9 "
                                       "--top-k 5 --seed 3");
