@@ -21,6 +21,7 @@
 #include "app/cuda.h"
 #include "app/info.h"
 #include "gpt/cli.h"
+#include "gpt/hf_cli.h"
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
 #include "lessons/03-matmul/matmul_lesson.h"
@@ -96,6 +97,12 @@ const Command kCommands[] = {
      with_options(lesson12::add_options, lesson12::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},
+    {"generate", "Generate text with any loaded model: a Hugging Face directory or a checkpoint (lesson 12)",
+     with_options(gpt::add_generate_options, gpt::run_generate)},
+    {"perplexity", "Perplexity and bits per byte of a loaded model on a text (lesson 12)",
+     with_options(gpt::add_perplexity_options, gpt::run_perplexity)},
+    {"export-hf", "Write an nnlab checkpoint as a Hugging Face model directory (lesson 12)",
+     with_options(gpt::add_export_hf_options, gpt::run_export_hf)},
     {"check", "Check your exercises (exercises/), first failure first; hints, --watch, reports", with_options(app::add_check_options, app::run_check)},
     {"bench", "Benchmark kernels: validate every version, then time it, against measured ceilings",
      with_options(app::add_bench_options, app::run_bench)},

@@ -4,6 +4,7 @@
 #include "gpt/infer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -293,9 +294,51 @@ namespace {
 void check_generate(const std::vector<int32_t>& prompt, const GenerateOptions& o) {
   NN_CHECK(!prompt.empty(), "generate: the prompt must hold at least one token");
   NN_CHECK(o.tokens >= 0, "generate: the number of tokens must be >= 0, got " << o.tokens);
+  NN_CHECK(o.top_k >= 0, "generate: top_k must be >= 0 (0: off), got " << o.top_k);
+  NN_CHECK(o.top_p > 0.0f && o.top_p <= 1.0f, "generate: top_p must be in (0, 1] (1: off), got " << o.top_p);
 }
 
 }  // namespace
+
+int32_t sample_token(const float* logits, int V, const GenerateOptions& o, float u) {
+  NN_CHECK(o.top_k >= 0, "sample_token: top_k must be >= 0 (0: off), got " << o.top_k);
+  NN_CHECK(o.top_p > 0.0f && o.top_p <= 1.0f, "sample_token: top_p must be in (0, 1] (1: off), got " << o.top_p);
+  const bool use_k = o.top_k > 0 && o.top_k < V;
+  const bool use_p = o.top_p < 1.0f && o.temperature > 0.0f;
+  // the defaults draw exactly as before (the tests of lessons 08-10 pin those draws)
+  if (!use_k && !use_p) return nn::sample_from_logits(logits, V, o.temperature, u);
+  for (int i = 0; i < V; ++i) {
+    NN_CHECK(std::isfinite(logits[i]), "logit " << i << " is " << logits[i] << ": the model diverged");
+  }
+  // the candidates, largest logit first (ties: the smaller id first, as greedy's argmax)
+  const int K = use_k ? o.top_k : V;
+  std::vector<int32_t> order(static_cast<size_t>(V));
+  for (int i = 0; i < V; ++i) order[static_cast<size_t>(i)] = i;
+  const auto larger = [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; };
+  std::partial_sort(order.begin(), order.begin() + K, order.end(), larger);
+  int kept = K;
+  if (use_p) {
+    // the nucleus: softmax over the K candidates at this temperature (in double, max
+    // subtracted), then the shortest prefix whose mass reaches top_p (at least one token)
+    const double T = o.temperature, lmax = logits[order[0]];
+    std::vector<double> w(static_cast<size_t>(K));
+    double sum = 0.0;
+    for (int i = 0; i < K; ++i) {
+      w[static_cast<size_t>(i)] = std::exp((static_cast<double>(logits[order[static_cast<size_t>(i)]]) - lmax) / T);
+      sum += w[static_cast<size_t>(i)];
+    }
+    double cum = 0.0;
+    kept = 0;
+    while (kept < K) {
+      cum += w[static_cast<size_t>(kept)];
+      ++kept;
+      if (cum >= static_cast<double>(o.top_p) * sum) break;
+    }
+  }
+  std::vector<float> sub(static_cast<size_t>(kept));
+  for (int i = 0; i < kept; ++i) sub[static_cast<size_t>(i)] = logits[order[static_cast<size_t>(i)]];
+  return order[static_cast<size_t>(nn::sample_from_logits(sub.data(), kept, o.temperature, u))];
+}
 
 std::vector<int32_t> generate(Decoder& dec, const std::vector<int32_t>& prompt, const GenerateOptions& o,
                               GenerateStats* stats) {
@@ -318,9 +361,10 @@ std::vector<int32_t> generate(Decoder& dec, const std::vector<int32_t>& prompt, 
   // decode: draw from the last row, feed the draw (one step per generated token)
   t0 = kernels::now_seconds();
   for (int i = 0; i < o.tokens; ++i) {
-    const int32_t next = nn::sample_from_logits(row, V, o.temperature, rng.uniform());
+    const int32_t next = sample_token(row, V, o, rng.uniform());
     ids.push_back(next);
     out.push_back(next);
+    if (next == o.eos_id) break;
     if (dec.pos() < maxT) {
       logits = &dec.step(&next, 1, 1);
       row = logits->data();
@@ -332,7 +376,7 @@ std::vector<int32_t> generate(Decoder& dec, const std::vector<int32_t>& prompt, 
     }
   }
   st.decode_seconds = kernels::now_seconds() - t0;
-  st.generated = o.tokens;
+  st.generated = static_cast<int>(out.size());
   if (stats != nullptr) *stats = st;
   return out;
 }
@@ -351,12 +395,13 @@ std::vector<int32_t> generate_without_cache(GPT& model, Backend& be, const std::
     const int T = std::min(static_cast<int>(ids.size()), maxT);
     gpt_forward(model, be, ids.data() + (ids.size() - static_cast<size_t>(T)), nullptr, 1, T);
     gpt_memory(model).to_host(row.data(), model.acts.logits + static_cast<i64>(T - 1) * V, row.size() * sizeof(float));
-    const int32_t next = nn::sample_from_logits(row.data(), V, o.temperature, rng.uniform());
+    const int32_t next = sample_token(row.data(), V, o, rng.uniform());
     ids.push_back(next);
     out.push_back(next);
+    if (next == o.eos_id) break;
   }
   st.decode_seconds = kernels::now_seconds() - t0;
-  st.generated = o.tokens;
+  st.generated = static_cast<int>(out.size());
   if (stats != nullptr) *stats = st;
   return out;
 }

@@ -114,15 +114,26 @@ struct GenerateOptions {
   int tokens = 200;
   float temperature = 0.8f;  // 0: greedy
   uint64_t seed = 1337;
+  int top_k = 0;             // > 0: draw among the top_k largest logits only (0: all)
+  float top_p = 1.0f;        // < 1: nucleus, the fewest most likely tokens whose probability
+                             // (at this temperature, after top_k) reaches top_p
+  int eos_id = -1;           // >= 0: stop after drawing this id (it is returned)
 };
+// One draw from a row of V logits as `o` says (one uniform u in [0, 1)). At the defaults
+// (top_k 0, top_p 1) exactly nn::sample_from_logits(logits, V, o.temperature, u), so the draws
+// of lessons 08-10 are unchanged. Otherwise the kept tokens are the top_k largest logits,
+// sorted (largest first, ties by id), cut to the nucleus; the draw is sample_from_logits
+// over them. temperature 0 is greedy either way. nn::Error when top_k < 0 or top_p is not
+// in (0, 1].
+int32_t sample_token(const float* logits, int V, const GenerateOptions& o, float u);
 struct GenerateStats {
   double prefill_seconds = 0.0;  // the prompt, one step of n tokens
   double decode_seconds = 0.0;   // the generated tokens, one step each
-  int generated = 0;
+  int generated = 0;             // fewer than `tokens` when eos_id was drawn
   double tokens_per_second() const { return decode_seconds > 0 ? generated / decode_seconds : 0.0; }
 };
-// Samples `tokens` ids after `prompt` with the cache (draws as gpt::sample:
-// nn::sample_from_logits with an nn::Rng(seed) uniform per token). When the cache is full
+// Samples `tokens` ids after `prompt` with the cache (draws as gpt::sample: sample_token
+// with an nn::Rng(seed) uniform per token), stopping early after eos_id. When the cache is full
 // (block_size positions), it refills it with the last block_size / 2 tokens (one prefill)
 // and goes on. Returns the generated ids only.
 std::vector<int32_t> generate(Decoder& dec, const std::vector<int32_t>& prompt, const GenerateOptions& o,

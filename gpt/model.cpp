@@ -361,7 +361,7 @@ int64_t num_parameters_non_embedding(const GPTConfig& c) {
   return num_parameters(c) - (c.arch == Arch::gpt2 ? static_cast<i64>(c.block_size) * c.n_embd : 0);
 }
 
-GPT gpt_create(const GPTConfig& config, Memory& memory) {
+GPT gpt_create(const GPTConfig& config, Memory& memory, bool training_state) {
   validate(config);
   GPT m;
   m.config = config;
@@ -369,11 +369,13 @@ GPT gpt_create(const GPTConfig& config, Memory& memory) {
   m.num_params = num_parameters(config);
   const auto n = static_cast<size_t>(m.num_params);
   m.params_memory = make_array<float>(memory, n);
-  m.grads_memory = make_array<float>(memory, n);
-  m.m_memory = make_array<float>(memory, n);
-  m.v_memory = make_array<float>(memory, n);
+  if (training_state) {
+    m.grads_memory = make_array<float>(memory, n);
+    m.m_memory = make_array<float>(memory, n);
+    m.v_memory = make_array<float>(memory, n);
+  }
   m.params = param_tensors(m.params_memory.data(), config);
-  m.grads = param_tensors(m.grads_memory.data(), config);
+  if (training_state) m.grads = param_tensors(m.grads_memory.data(), config);
   if (config.arch == Arch::llama) {
     // RoPE's angles for positions 0 .. block_size-1, computed once on the host in double
     const int half = config.n_embd / config.n_head / 2;
@@ -390,7 +392,8 @@ GPT gpt_create(const GPTConfig& config, Memory& memory) {
 }
 
 GPT gpt_move_to(const GPT& model, Memory& memory) {
-  GPT out = gpt_create(model.config, memory);
+  const bool training_state = !model.grads_memory.empty();  // an inference-only model stays one
+  GPT out = gpt_create(model.config, memory, training_state);
   const auto n = static_cast<size_t>(model.num_params);
   const bool same = &memory == &gpt_memory(model);
   // within one memory a plain copy; between two, through the host (one of them is host
@@ -398,7 +401,7 @@ GPT gpt_move_to(const GPT& model, Memory& memory) {
   const Array<float>* from[4] = {&model.params_memory, &model.grads_memory, &model.m_memory, &model.v_memory};
   Array<float>* to[4] = {&out.params_memory, &out.grads_memory, &out.m_memory, &out.v_memory};
   std::vector<float> host(same ? 0 : n);
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < (training_state ? 4 : 1); ++i) {
     if (same) {
       memory.copy(to[i]->data(), from[i]->data(), n * sizeof(float));
     } else {
@@ -413,7 +416,7 @@ GPT gpt_move_to(const GPT& model, Memory& memory) {
 void GPT::repoint() {
   if (!params_memory.empty()) {
     params = param_tensors(params_memory.data(), config);
-    grads = param_tensors(grads_memory.data(), config);
+    grads = grads_memory.empty() ? ParameterTensors{} : param_tensors(grads_memory.data(), config);
   }
   if (!acts_memory.empty() && B > 0) point_activations(*this);
 }

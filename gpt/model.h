@@ -448,7 +448,10 @@ struct GPT : GPTData {
 };
 
 // Allocates parameters, gradients and AdamW state (zeroed) in `memory`; no activations yet.
-GPT gpt_create(const GPTConfig& config, Memory& memory = host_memory());
+// training_state = false: the parameters only (grads and AdamW moments empty, their pointers
+// null), for a model that is only run (a 355M Hugging Face model must not cost 4x its size);
+// gpt_backward and the AdamW step then have nothing to write to and must not be called.
+GPT gpt_create(const GPTConfig& config, Memory& memory = host_memory(), bool training_state = true);
 // The model's memory (where its parameters live).
 inline Memory& gpt_memory(const GPT& model) { return model.params_memory.memory(); }
 // A copy of the model's parameters, gradients, AdamW state and step in `memory` (no

@@ -64,6 +64,45 @@ void le_to_floats(const uint8_t* src, int64_t n, float* dst) {
   }
 }
 
+// Bytes per element of the dtypes read_safetensors accepts.
+uint64_t dtype_bytes(const std::string& dtype) { return dtype == "F32" ? 4 : 2; }
+
+// IEEE half (1 sign, 5 exponent, 10 mantissa bits) to float, exactly: every half is a float.
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  uint32_t bits = 0;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);  // inf or NaN (the payload kept)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);  // normal: rebias the exponent
+  } else if (mant == 0) {
+    bits = sign;  // +-0
+  } else {
+    // subnormal half (mant * 2^-24): normalise it, a float has the range to hold it exactly
+    int e = -1;
+    do {
+      mant <<= 1;
+      ++e;
+    } while ((mant & 0x400u) == 0);
+    bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3FFu) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+// bfloat16 is a float's top 16 bits: the conversion is a shift.
+float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+// n little-endian 2-byte values of `dtype` (F16 or BF16) to floats.
+void le16_to_floats(const uint8_t* src, int64_t n, const std::string& dtype, float* dst) {
+  const bool bf16 = dtype == "BF16";
+  for (int64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<uint16_t>(src[2 * i] | (src[2 * i + 1] << 8));
+    dst[i] = bf16 ? bf16_to_float(v) : half_to_float(v);
+  }
+}
+
 // 64-bit FNV-1a (Fowler, Noll, Vo): h = (h XOR byte) * prime, byte by byte. Not
 // cryptographic; it catches flipped bits and truncation, which is all we ask of it.
 constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
@@ -504,6 +543,7 @@ size_t first_invalid_utf8(const std::string& s) {
 
 struct Entry {
   std::string name;
+  std::string dtype = "F32";  // F32, F16 or BF16 (what the bytes are; converted to float on load)
   std::vector<int64_t> shape;
   uint64_t begin = 0;
   uint64_t end = 0;
@@ -522,7 +562,7 @@ std::string header_digest(const std::map<std::string, std::string>& metadata, st
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
   for (const Entry& e : entries) {
     h.add(e.name);
-    h.add("F32");
+    h.add(e.dtype);  // "F32" for every file nnlab writes
     std::string dims;
     for (int64_t d : e.shape) dims += std::to_string(d) + ",";
     h.add(dims);
@@ -563,12 +603,15 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
            where << " lacks one of dtype, shape, data_offsets" << hint);
   NN_CHECK(dtype->kind == Json::Kind::String, where << ": dtype is " << kind_name(dtype->kind)
                                                     << ", expected a string" << hint);
-  NN_CHECK(dtype->str == "F32", where << " has dtype " << dtype->str
-                                      << "; nnlab reads only F32 (float32) tensors: convert the "
-                                         "checkpoint to float32 first (in PyTorch: t.float())");
+  NN_CHECK(dtype->str == "F32" || dtype->str == "F16" || dtype->str == "BF16",
+           where << " has dtype " << dtype->str
+                 << "; nnlab reads only F32 (float32), F16 and BF16 tensors (converted to float32 on load): "
+                    "convert the checkpoint to float32 first (in PyTorch: t.float())");
 
   Entry e;
   e.name = name;
+  e.dtype = dtype->str;
+  const uint64_t elem = dtype_bytes(e.dtype);
   NN_CHECK(shape->kind == Json::Kind::Array, where << ": shape is " << kind_name(shape->kind)
                                                    << ", expected an array of integers" << hint);
   // numel, checked so that numel * 4 cannot overflow
@@ -589,8 +632,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
   e.begin = static_cast<uint64_t>(offsets->values[0].integer);
   e.end = static_cast<uint64_t>(offsets->values[1].integer);
   NN_CHECK(e.begin <= e.end, where << ": data_offsets " << offsets_str(e) << " end before they begin" << hint);
-  NN_CHECK(e.end - e.begin == numel * 4,
-           where << " has shape " << shape_str(e.shape) << " = " << numel * 4 << " bytes of F32, but its "
+  NN_CHECK(e.end - e.begin == numel * elem,
+           where << " has shape " << shape_str(e.shape) << " = " << numel * elem << " bytes of " << e.dtype
+                 << ", but its "
                  << "data_offsets " << offsets_str(e) << " span " << (e.end - e.begin) << " bytes" << hint);
   return e;
 }
@@ -679,7 +723,7 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
   std::map<std::string, std::string> meta = metadata;
   std::vector<Entry> table;
   for (size_t i = 0; i < sorted.size(); ++i) {
-    table.push_back({sorted[i]->name, sorted[i]->shape, offsets[i].first, offsets[i].second});
+    table.push_back({sorted[i]->name, "F32", sorted[i]->shape, offsets[i].first, offsets[i].second});
   }
   meta[kChecksumKey] = hex64(fnv1a64(data.data(), data.size()));
   meta[kHeaderChecksumKey] = header_digest(meta, table);
@@ -883,9 +927,13 @@ SafetensorsFile read_safetensors(const std::string& path, const LoadOptions& opt
   }
 
   for (const Entry& e : entries) {
-    SafetensorsTensor t{e.shape, std::vector<float>(static_cast<size_t>(numel_of(e.shape)))};
+    SafetensorsTensor t{e.shape, std::vector<float>(static_cast<size_t>(numel_of(e.shape))), e.dtype};
     if (t.numel() > 0) {
-      le_to_floats(data + e.begin, t.numel(), t.data.data());
+      if (e.dtype == "F32") {
+        le_to_floats(data + e.begin, t.numel(), t.data.data());
+      } else {
+        le16_to_floats(data + e.begin, t.numel(), e.dtype, t.data.data());
+      }
     }
     if (options.non_finite == NonFinite::Refuse) {
       const NonFiniteCount nonfinite = count_non_finite(t.data.data(), t.numel());

@@ -63,11 +63,14 @@ struct LoadOptions {
   uint64_t max_bytes = kMaxCheckpointBytes;
 };
 
-// A file's tensors as plain arrays (nn::load_safetensors in nn/checkpoint.h turns them into
+// A file's tensors as plain arrays, in float32 whatever the file stored (nn::load_safetensors in nn/checkpoint.h turns them into
 // nn::Tensor without copying the floats).
 struct SafetensorsTensor {
   std::vector<int64_t> shape;
   std::vector<float> data;  // row-major, prod(shape) floats
+  // What the file stored: "F32", or "F16" / "BF16" converted exactly to float on load (every
+  // half and every bfloat16 is a float), so a caller can say what it loaded.
+  std::string dtype = "F32";
   int64_t numel() const { return static_cast<int64_t>(data.size()); }
 };
 struct SafetensorsFile {
@@ -76,8 +79,8 @@ struct SafetensorsFile {
 };
 
 // Validates everything: file size within max_bytes, header length within the file, JSON
-// well-formed, dtype F32, offsets in order, inside the data section and matching the
-// shape, both checksums if present, finite values (unless Allow).
+// well-formed, dtype F32, F16 or BF16 (the last two converted to float), offsets in order,
+// inside the data section and matching the shape, both checksums if present, finite values (unless Allow).
 // Throws nn::Error naming the file and the problem.
 SafetensorsFile read_safetensors(const std::string& path, const LoadOptions& options = {});
 

@@ -394,13 +394,25 @@ TEST_CASE("checkpoint: header lengths beyond the file or the 100 MB limit", "[ch
   REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }), Contains(path) && Contains("empty header"));
 }
 
-TEST_CASE("checkpoint: a dtype other than F32 is named in the error", "[checkpoint]") {
+TEST_CASE("checkpoint: a dtype other than F32, F16 or BF16 is named in the error", "[checkpoint]") {
   TempDir tmp("ckpt");
   const std::string path = tmp.file("f16.safetensors");
-  for (const std::string dtype : {"F16", "BF16", "I64", "F64"}) {
+  for (const std::string dtype : {"I64", "F64", "I8", "F8_E4M3"}) {
     write_bytes(path, raw_file("{\"w\":{\"dtype\":\"" + dtype + "\",\"shape\":[2],\"data_offsets\":[0,4]}}", {0, 0, 0, 0}));
     REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }),
                  Contains(path) && Contains("tensor 'w' has dtype " + dtype) && Contains("only F32"));
+  }
+  // F16 and BF16 load (converted to float, tests/test_hf.cpp checks the values); their size
+  // is 2 bytes an element, so 2 elements in 8 bytes is refused as an F32 one in 4 would be
+  for (const std::string dtype : {"F16", "BF16"}) {
+    write_bytes(path, raw_file("{\"w\":{\"dtype\":\"" + dtype + "\",\"shape\":[2],\"data_offsets\":[0,4]}}", {0, 0, 0, 0}));
+    const nn::SafetensorsFile f = nn::read_safetensors(path);
+    REQUIRE(f.tensors.at("w").dtype == dtype);
+    REQUIRE(f.tensors.at("w").data == std::vector<float>{0.0f, 0.0f});
+    write_bytes(path, raw_file("{\"w\":{\"dtype\":\"" + dtype + "\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                               std::vector<uint8_t>(8, 0)));
+    REQUIRE_THAT(error_of([&] { nn::load_safetensors(path); }),
+                 Contains(path) && Contains("= 4 bytes of " + dtype) && Contains("span 8 bytes"));
   }
 }
 
