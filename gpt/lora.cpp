@@ -9,6 +9,7 @@
 #include <ostream>
 #include <cmath>
 #include <map>
+#include <utility>
 #include <sstream>
 
 #include "io/safetensors.h"
@@ -47,8 +48,9 @@ std::string tensor_name(const LoraSite& s, const char* which) {
   return "h." + std::to_string(s.layer) + "." + linear_name(s.which) + "." + which;
 }
 
-// The base's shape as the adapter file records it: what its tensors' shapes depend on.
-std::map<std::string, std::string> base_keys(const GPTConfig& c) {
+// The base's shape as the adapter file records it: what its tensors' shapes depend on, in the
+// order load_lora checks them (the first difference named is the most telling one).
+std::vector<std::pair<std::string, std::string>> base_keys(const GPTConfig& c) {
   return {{"lora.base.arch", arch_name(c.arch)},
           {"lora.base.n_layer", std::to_string(c.n_layer)},
           {"lora.base.n_embd", std::to_string(c.n_embd)},
@@ -283,7 +285,8 @@ void save_lora(const std::string& path, const LoraAdapters& ad) {
     tensors.push_back({tensor_name(s, "lora_A"), {r, s.in}, host.data() + s.a});
     tensors.push_back({tensor_name(s, "lora_B"), {s.out, r}, host.data() + s.b});
   }
-  std::map<std::string, std::string> meta = base_keys(ad.base);
+  const auto keys = base_keys(ad.base);
+  std::map<std::string, std::string> meta(keys.begin(), keys.end());
   meta["format"] = "nnlab-lora/1";
   meta["lora.rank"] = std::to_string(r);
   std::ostringstream alpha;

@@ -77,6 +77,10 @@ struct LoraAdapters {
   int64_t num_params = 0;
   Array<float> params, grads, m, v;
   int64_t adam_t = 0;
+  // For the measurement of what freezing saves (lesson 12) only: true makes the backward
+  // compute the base's weight gradients anyway (into GPT::grads, then unused), as a LoRA
+  // without the skip would. Never set for training: it is the wasted work the skip avoids.
+  bool compute_base_grads = false;
   // the last forward's h = (alpha/r) x A^T per site ((sites, N_alloc, r), the backward's dB
   // reads it) and the backward's scratch (dh (N, r) and the adapter's dx (N, max in))
   int N_alloc = 0;

@@ -672,7 +672,8 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
   // embedding weight gradients are not computed (nullptr: Backend::matmul_backward skips the
   // product); each Linear's dx gets its adapter's share and the adapters their gradients.
   LoraAdapters* lora = model.lora;
-  auto W = [lora](float* g) { return lora != nullptr ? nullptr : g; };  // a base weight's gradient, or none
+  const bool frozen = lora != nullptr && !lora->compute_base_grads;
+  auto W = [frozen](float* g) { return frozen ? nullptr : g; };  // a base weight's gradient, or none
   auto lora_backward = [&](float* dx, const float* dout, const float* x, Linear which, int l) {
     if (lora != nullptr) lora_linear_backward(*lora, be, dx, dout, x, which, l, Ni);
   };
@@ -738,7 +739,7 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
     norm_backward(be, cfg, S.dresidual, g.ln1w, g.ln1b, S.dln, x, p.ln1w, a.ln1_mean, a.ln1_rstd, Ni);
   }
 
-  if (lora != nullptr) return;  // LoRA: the embeddings are frozen, their gradient not needed
+  if (frozen) return;  // LoRA: the embeddings are frozen, their gradient not needed
   const float* dencoded = S.dresidual;
   if (drop) {
     be.dropout_backward(S.dbranch, S.dresidual, A.encoded_mask, NC);

@@ -226,6 +226,21 @@ TEST_CASE("lora: the base is frozen: no base weight gradient computed, weights u
       INFO(s.name);
       CHECK(std::all_of(g.begin() + s.offset, g.begin() + s.offset + s.numel, [](float v) { return v == 0.0f; }));
     }
+    // computing the base's weight gradients (the measurement's variant) changes nothing the
+    // adapters see: the same adapter gradients, bit for bit, and now non-zero base ones
+    ad.grads.zero();
+    gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
+    gpt::gpt_backward(m, *be);
+    const std::vector<float> skipped = ad.grads.to_vector();
+    ad.grads.zero();
+    ad.compute_base_grads = true;
+    gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
+    gpt::gpt_backward(m, *be);
+    ad.compute_base_grads = false;
+    CHECK(ad.grads.to_vector() == skipped);
+    const std::vector<float> g2 = m.grads_memory.to_vector();
+    CHECK(std::any_of(g2.begin() + m.slices[0].offset, g2.begin() + m.slices[0].offset + m.slices[0].numel,
+                      [](float v) { return v != 0.0f; }));  // wte's gradient, computed this time
     if (c.bias) {
       const gpt::ParamSlice& qb = *std::find_if(m.slices.begin(), m.slices.end(),
                                                 [](const gpt::ParamSlice& s) { return s.name == "h.0.attn.c_attn.bias"; });

@@ -1,6 +1,8 @@
 // Lesson 12, part lora: LoRA against full fine-tuning on a domain shift (lora_part.h).
 #include <omp.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -11,6 +13,8 @@
 #include "gpt/train.h"
 #include "io/text.h"
 #include "kernels/harness.h"
+#include "kernels/matmul.h"
+#include "nn/rng.h"
 #include "lessons/12-real-models/real_lesson.h"
 #include "nn/check.h"
 
@@ -30,7 +34,95 @@ struct Run {
   int rank = 0;
   gpt::FinetuneResult r;
   int64_t file_bytes = 0;
+  double timed_ms = 0.0;  // the alternating rounds' median (time_methods)
 };
+
+// Step times, measured apart from the runs and ALTERNATING: round after round, `steps` steps
+// of each method in turn (full, then each rank) from the same base on the same batch, and an
+// unchanged peer (a 256^3 kernels::sgemm) in every round as the noise gauge. Medians over
+// all rounds. A slow phase of the shared machine then hits every method alike.
+struct Timing {
+  std::vector<double> ms;  // per method, in the order full, ranks...
+  double peer_ms = 0.0;
+  int rounds = 0, steps = 0;
+  int unskipped_rank = 0;     // the rank timed again with the base's weight gradients computed
+  double unskipped_ms = 0.0;  // (and discarded): what skipping them saves
+};
+Timing time_methods(const std::string& base_path, const LoraOptions& o, bool full, int rounds, int steps) {
+  auto be = gpt::make_backend(o.backend);
+  struct Method {
+    gpt::LoadedCheckpoint ck;
+    gpt::LoraAdapters ad;
+    int rank = 0;
+    std::vector<double> ms;
+  };
+  std::vector<Method> methods;
+  std::vector<int> ranks;
+  if (full) ranks.push_back(0);
+  for (int r : o.ranks) ranks.push_back(r);
+  // last: the middle rank again with the base's weight gradients computed and discarded (what
+  // the skip saves, gpt/lora.h LoraAdapters::compute_base_grads)
+  ranks.push_back(o.ranks[o.ranks.size() / 2]);
+  methods.resize(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    Method& m = methods[i];
+    m.ck = gpt::load_checkpoint(base_path, be->memory());
+    m.rank = ranks[i];
+    if (m.rank > 0) {
+      gpt::LoraConfig lc;
+      lc.rank = m.rank;
+      lc.alpha = o.alpha_over_r * static_cast<float>(m.rank);
+      gpt::parse_lora_targets(o.targets, lc.targets);
+      m.ad = gpt::lora_create(m.ck.model.config, lc, be->memory());
+      gpt::lora_init(m.ad, 1);
+      m.ad.compute_base_grads = i + 1 == ranks.size();
+    }
+  }
+  for (Method& m : methods) {
+    if (m.rank > 0) gpt::lora_attach(m.ck.model, &m.ad);  // after the vector stopped moving
+  }
+  const int B = o.batch_size, T = o.block_size, V = methods.front().ck.model.config.vocab_size;
+  nn::Rng rng(3);
+  std::vector<int32_t> x(static_cast<size_t>(B) * T), y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(V)));
+    y[i] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(V)));
+  }
+  const int G = 256;
+  std::vector<float> a(static_cast<size_t>(G) * G, 0.5f), b(a.size(), 0.25f), c(a.size());
+  std::vector<double> peer;
+  gpt::StepOptions so;
+  so.lr = 1e-4f;
+  for (int round = 0; round < rounds; ++round) {
+    for (Method& m : methods) {
+      for (int s = 0; s < steps; ++s) {
+        const double t0 = omp_get_wtime();
+        if (m.rank > 0) {
+          gpt::lora_train_step(m.ck.model, *be, {{x.data(), y.data(), 0}}, B, T, so);
+        } else {
+          gpt::train_step(m.ck.model, *be, {{x.data(), y.data(), 0}}, B, T, so);
+        }
+        m.ms.push_back(1e3 * (omp_get_wtime() - t0));
+      }
+    }
+    const double t0 = omp_get_wtime();
+    kernels::sgemm(kernels::Trans::No, kernels::Trans::No, G, G, G, 1.0f, a.data(), G, b.data(), G, 0.0f, c.data(), G);
+    peer.push_back(1e3 * (omp_get_wtime() - t0));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  Timing t;
+  for (const Method& m : methods) t.ms.push_back(median(m.ms));
+  t.unskipped_rank = ranks.back();
+  t.unskipped_ms = t.ms.back();
+  t.ms.pop_back();
+  t.peer_ms = median(peer);
+  t.rounds = rounds;
+  t.steps = steps;
+  return t;
+}
 
 }  // namespace
 
@@ -122,6 +214,8 @@ int run_lora_part(const Options& opts) {
   };
   if (o.full) one(0);
   for (int r : o.ranks) one(r);
+  const Timing timing = time_methods(base_path, o, o.full, opts.quick ? 2 : o.timing_rounds, opts.quick ? 2 : 10);
+  for (size_t i = 0; i < runs.size() && i < timing.ms.size(); ++i) runs[i].timed_ms = timing.ms[i];
   const double load_end = load_average();
 
   const double dropped = runs.empty() ? 0.0 : runs.front().r.dropped;
@@ -130,13 +224,18 @@ int run_lora_part(const Options& opts) {
             << "% of its characters are outside Shakespeare's vocabulary: dropped)\n"
             << "every run: " << o.iters << " steps of " << o.batch_size << " x " << o.block_size
             << " characters, the same batches; LoRA alpha = " << std::defaultfloat << o.alpha_over_r << " r, lr "
-            << o.lora_lr << " (full: " << o.lr << "); load average " << load_start << " -> " << load_end << "\n\n";
+            << o.lora_lr << " (full: " << o.lr << "); load average " << load_start << " -> " << load_end << "\n"
+            << "ms/step: the median of " << timing.rounds << " alternating rounds of " << timing.steps
+            << " steps per method (the peer, a 256^3 sgemm in every round: " << std::setprecision(3) << timing.peer_ms
+            << " ms median)\n"
+            << "the skip: LoRA r=" << timing.unskipped_rank << " with the frozen base's weight gradients computed "
+            << "and discarded takes " << std::setprecision(2) << timing.unskipped_ms << " ms/step (in the same rounds)\n\n";
   std::cout << "| method | trainable params | AdamW state | grads | file | ms/step | val new (before -> after) | "
                "val old (before -> after) |\n|---|---:|---:|---:|---:|---:|---|---|\n";
   for (const Run& r : runs) {
     std::cout << "| " << (r.rank > 0 ? "LoRA r=" + std::to_string(r.rank) : std::string("full")) << " | "
               << r.r.trainable_params << " | " << r.r.optimizer_bytes / 1024 << " KiB | " << r.r.gradient_bytes / 1024
-              << " KiB | " << r.file_bytes / 1024 << " KiB | " << std::setprecision(2) << r.r.ms_per_step << " | "
+              << " KiB | " << r.file_bytes / 1024 << " KiB | " << std::setprecision(2) << r.timed_ms << " | "
               << std::setprecision(4) << r.r.val_before << " -> " << r.r.val_after << " | " << r.r.old_before << " -> "
               << r.r.old_after << " |\n";
   }
@@ -159,11 +258,16 @@ int run_lora_part(const Options& opts) {
     js << (i ? ", " : "") << "{\"method\": " << json_string(r.method) << ", \"rank\": " << r.rank
        << ", \"trainable_params\": " << r.r.trainable_params << ", \"optimizer_bytes\": " << r.r.optimizer_bytes
        << ", \"gradient_bytes\": " << r.r.gradient_bytes << ", \"file_bytes\": " << r.file_bytes
-       << ", \"ms_per_step\": " << jnum(r.r.ms_per_step) << ", \"seconds\": " << jnum(r.r.seconds)
+       << ", \"ms_per_step\": " << jnum(r.timed_ms) << ", \"ms_per_step_in_run\": " << jnum(r.r.ms_per_step)
+       << ", \"seconds\": " << jnum(r.r.seconds)
        << ", \"val_new_before\": " << jnum(r.r.val_before) << ", \"val_new_after\": " << jnum(r.r.val_after)
        << ", \"val_old_before\": " << jnum(r.r.old_before) << ", \"val_old_after\": " << jnum(r.r.old_after) << "}";
   }
-  js << "], \"loadavg_start\": " << jnum(load_start) << ", \"loadavg_end\": " << jnum(load_end) << "}";
+  js << "], \"timing\": {\"rounds\": " << timing.rounds << ", \"steps_per_round\": " << timing.steps
+     << ", \"peer\": \"sgemm 256^3\", \"peer_ms\": " << jnum(timing.peer_ms)
+     << ", \"unskipped_rank\": " << timing.unskipped_rank << ", \"unskipped_ms_per_step\": " << jnum(timing.unskipped_ms)
+     << "}";
+  js << ", \"loadavg_start\": " << jnum(load_start) << ", \"loadavg_end\": " << jnum(load_end) << "}";
   record_part("lora", js.str());
   if (o.work_dir.empty()) fs::remove_all(work);
   return 0;

@@ -23,8 +23,14 @@
 //                "threads", "backend"}
 //   "runs": [{"method": "full" | "lora", "rank" (0 for full), "trainable_params",
 //             "optimizer_bytes", "gradient_bytes", "file_bytes" (adapter file or checkpoint),
-//             "ms_per_step" (median), "seconds", "val_new_before", "val_new_after",
-//             "val_old_before", "val_old_after"}, ...]
+//             "ms_per_step" (median of the alternating timing rounds), "ms_per_step_in_run"
+//             (median of the run's own steps), "seconds" (the run's steps), "val_new_before",
+//             "val_new_after", "val_old_before", "val_old_after"}, ...]
+//   "timing": {"rounds", "steps_per_round", "peer": "sgemm 256^3", "peer_ms", "unskipped_rank",
+//             "unskipped_ms_per_step" (that rank again with the frozen base's weight gradients
+//             computed and discarded: what the skip saves)}: step times
+//             measured apart, round by round alternating the methods (full, r1, r4, ...), the
+//             peer timed in every round as the noise gauge; medians
 //   "loadavg_start", "loadavg_end": /proc/loadavg's 1-minute figure around the runs
 // Losses are mean cross-entropy in nats per character.
 #pragma once
@@ -40,9 +46,9 @@ struct LoraOptions {
   // the base (defaults: lesson 08's model; --quick: 2 layers, 32 wide, a few steps)
   std::string arch = "gpt2";
   int n_layer = 4, n_head = 4, n_embd = 128, block_size = 64;
-  int base_iters = 1500;
+  int base_iters = 2000;
   // the fine-tuning runs
-  int iters = 300;
+  int iters = 400;
   std::vector<int> ranks = {1, 4, 16};
   bool full = true;             // also full fine-tuning
   float lr = 3e-4f;             // full fine-tuning's peak learning rate
@@ -51,6 +57,7 @@ struct LoraOptions {
   std::string targets = "qkv,attproj,fc,fcproj";
   int batch_size = 12;
   int eval_iters = 40;
+  int timing_rounds = 8;        // alternating timing rounds (10 steps per method each)
   std::string new_data;         // default: /usr/share/common-licenses
   std::string backend = "cpu";
   std::string work_dir;         // where the base checkpoint and the adapters go (default: a temp dir)
@@ -69,6 +76,7 @@ inline void add_lora_options(CLI::App& app, LoraOptions& o) {
   app.add_option("--lora-full-lr", o.lr, "Full fine-tuning's peak learning rate")->check(CLI::Range(1e-7, 1.0))->capture_default_str()->group(g);
   app.add_option("--lora-targets", o.targets, "Adapted layers (qkv,attproj,fc,fcproj)")->capture_default_str()->group(g);
   app.add_option("--lora-eval-iters", o.eval_iters, "Validation batches")->check(CLI::Range(1, 100000))->capture_default_str()->group(g);
+  app.add_option("--lora-timing-rounds", o.timing_rounds, "Alternating timing rounds")->check(CLI::Range(1, 1000))->capture_default_str()->group(g);
   app.add_option("--lora-new-data", o.new_data, "The new domain (default: the Debian licence texts)")->group(g);
   app.add_option("--lora-backend", o.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str()->group(g);
   app.add_option("--lora-work-dir", o.work_dir, "Where the base checkpoint and adapters are written (default: a temp dir)")->group(g);
