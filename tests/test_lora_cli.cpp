@@ -1,12 +1,20 @@
 // tests/test_lora_cli.cpp: LoRA as a user runs it (gpt/lora.h): `nnlab gpt finetune` with
 // adapters and with full fine-tuning, `nnlab gpt merge` (and its refusal of another base), and
 // lesson 12's `--part lora --quick` run with its JSON record (the fields lora_part.h lists).
-// Not in the core subset: it runs the programs.
+// Also the adapters on the cuda backend (through the CUDA emulator) against the cpu backend.
+// Not in the core subset: it runs the programs and the cuda backend.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
 
+#include <algorithm>
+#include <cmath>
+
+#include "gpt/backend_cuda.h"
+#include "gpt/lora.h"
+#include "kernels/cuda/device.h"
+#include "nn/rng.h"
 #include "tests/cli_helpers.h"
 #include "tests/test_util.h"
 
@@ -85,5 +93,71 @@ TEST_CASE("lora lesson12 --part lora --quick: the table and the JSON record's fi
                           "\"val_old_before\"", "\"val_old_after\"", "\"loadavg_start\""}) {
     INFO(key);
     CHECK_THAT(js, Catch::Contains(key));
+  }
+}
+
+TEST_CASE("lora on the cuda backend (emulator): adapter gradients and steps agree with cpu, the base stays frozen",
+          "[gpt][lora][cuda]") {
+  for (gpt::Arch arch : {gpt::Arch::gpt2, gpt::Arch::llama}) {
+    INFO(gpt::arch_name(arch));
+    gpt::GPTConfig c;
+    c.arch = arch;
+    c.vocab_size = 11;
+    c.block_size = 8;
+    c.n_layer = 2;
+    c.n_head = 2;
+    c.n_embd = 32;
+    if (arch == gpt::Arch::llama) {
+      c.bias = false;
+      c.n_kv_head = 1;
+      c.ffn_hidden = 32;
+    }
+    auto cpu = gpt::make_backend("cpu");
+    auto cuda = gpt::make_cuda_backend(kernels::cuda::emulator(), "fp32");
+    gpt::GPT a = gpt::gpt_create(c);
+    gpt::gpt_init_weights(a, 5);
+    gpt::GPT b = gpt::gpt_move_to(a, cuda->memory());
+    gpt::LoraConfig lc;
+    lc.rank = 4;
+    gpt::LoraAdapters ha = gpt::lora_create(c, lc);
+    gpt::lora_init(ha, 3);
+    nn::Rng rng(4);
+    for (const gpt::LoraSite& s : ha.sites) {
+      for (int64_t i = 0; i < 4LL * s.out; ++i) ha.params[static_cast<size_t>(s.b + i)] = rng.normal(0.0f, 0.2f);
+    }
+    gpt::LoraAdapters da = gpt::lora_create(c, lc, cuda->memory());
+    da.params.upload(ha.params.to_vector().data(), static_cast<size_t>(ha.num_params));
+    gpt::lora_attach(a, &ha);
+    gpt::lora_attach(b, &da);
+    const int B = 2, T = 8;
+    std::vector<int32_t> x(B * T), y(B * T);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<int32_t>(rng.below(11));
+      y[i] = static_cast<int32_t>(rng.below(11));
+    }
+    auto rel = [](const std::vector<float>& p, const std::vector<float>& q) {
+      double err = 0.0, scale = 0.0;
+      for (size_t i = 0; i < q.size(); ++i) {
+        err = std::max(err, static_cast<double>(std::fabs(p[i] - q[i])));
+        scale = std::max(scale, static_cast<double>(std::fabs(q[i])));
+      }
+      return scale > 0 ? err / scale : err;
+    };
+    ha.grads.zero();
+    da.grads.zero();
+    gpt::gpt_forward(a, *cpu, x.data(), y.data(), B, T);
+    gpt::gpt_backward(a, *cpu);
+    gpt::gpt_forward(b, *cuda, x.data(), y.data(), B, T);
+    gpt::gpt_backward(b, *cuda);
+    CHECK(std::fabs(a.mean_loss - b.mean_loss) <= 1e-5f * std::fabs(a.mean_loss));
+    CHECK(rel(da.grads.to_vector(), ha.grads.to_vector()) <= 1e-4);
+    const std::vector<float> base_before = b.params_memory.to_vector();
+    gpt::StepOptions so;
+    for (int step = 0; step < 3; ++step) {
+      gpt::lora_train_step(a, *cpu, {{x.data(), y.data(), 0}}, B, T, so);
+      gpt::lora_train_step(b, *cuda, {{x.data(), y.data(), 0}}, B, T, so);
+    }
+    CHECK(rel(da.params.to_vector(), ha.params.to_vector()) <= 1e-4);
+    CHECK(b.params_memory.to_vector() == base_before);
   }
 }
