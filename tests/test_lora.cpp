@@ -335,7 +335,7 @@ TEST_CASE("lora: the adapter file round-trips and refuses another base, a wrong 
   for (const char* n : {"round", "rank", "nan", "none"}) std::filesystem::remove(temp_path(std::string(n) + ".safetensors"));
 }
 
-TEST_CASE("lora: naive and cpu agree on the adapters' gradients; 1 and 2 threads give the same bits", "[gpt][lora]") {
+TEST_CASE("lora: naive and cpu agree on the adapters' gradients, and 1 and 2 threads give the same bits", "[gpt][lora]") {
   for (gpt::Arch arch : kArchs) {
     INFO(gpt::arch_name(arch));
     gpt::GPTConfig c = small_config(arch);

@@ -159,7 +159,7 @@ int run_lora_part(const Options& opts) {
   t.n_embd = o.n_embd;
   t.block_size = o.block_size;
   t.bias = o.arch == "gpt2";
-  t.data = old_corpus.path;
+  t.data = opts.data;  // the same text load_corpus found (a file, or the licence fallback directory)
   t.max_iters = o.base_iters;
   t.eval_interval = o.base_iters;
   t.eval_iters = o.eval_iters;
