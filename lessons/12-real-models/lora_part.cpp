@@ -140,9 +140,17 @@ int run_lora_part(const Options& opts) {
     o.eval_iters = 4;
     o.batch_size = 4;
   }
+  struct Cleanup {  // the temporary directory goes, on an error too
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup;
   const fs::path work = o.work_dir.empty() ? fs::temp_directory_path() / ("nnlab_lesson12_lora_" + std::to_string(::getpid()))
                                            : fs::path(o.work_dir);
   fs::create_directories(work);
+  if (o.work_dir.empty()) cleanup.dir = work;
 
   // the base: a character model on Tiny Shakespeare (or --data)
   const nn::TextCorpus old_corpus = nn::load_corpus(opts.data);
@@ -226,16 +234,17 @@ int run_lora_part(const Options& opts) {
             << " characters, the same batches; LoRA alpha = " << std::defaultfloat << o.alpha_over_r << " r, lr "
             << o.lora_lr << " (full: " << o.lr << "); load average " << load_start << " -> " << load_end << "\n"
             << "ms/step: the median of " << timing.rounds << " alternating rounds of " << timing.steps
-            << " steps per method (the peer, a 256^3 sgemm in every round: " << std::setprecision(3) << timing.peer_ms
+            << " steps per method (the peer, a 256^3 sgemm in every round: " << std::fixed << std::setprecision(3) << timing.peer_ms
             << " ms median)\n"
             << "the skip: LoRA r=" << timing.unskipped_rank << " with the frozen base's weight gradients computed "
-            << "and discarded takes " << std::setprecision(2) << timing.unskipped_ms << " ms/step (in the same rounds)\n\n";
+            << "and discarded takes " << std::fixed << std::setprecision(1) << timing.unskipped_ms
+            << " ms/step (in the same rounds)\n\n";
   std::cout << "| method | trainable params | AdamW state | grads | file | ms/step | val new (before -> after) | "
                "val old (before -> after) |\n|---|---:|---:|---:|---:|---:|---|---|\n";
   for (const Run& r : runs) {
     std::cout << "| " << (r.rank > 0 ? "LoRA r=" + std::to_string(r.rank) : std::string("full")) << " | "
               << r.r.trainable_params << " | " << r.r.optimizer_bytes / 1024 << " KiB | " << r.r.gradient_bytes / 1024
-              << " KiB | " << r.file_bytes / 1024 << " KiB | " << std::setprecision(2) << r.timed_ms << " | "
+              << " KiB | " << r.file_bytes / 1024 << " KiB | " << std::fixed << std::setprecision(1) << r.timed_ms << " | "
               << std::setprecision(4) << r.r.val_before << " -> " << r.r.val_after << " | " << r.r.old_before << " -> "
               << r.r.old_after << " |\n";
   }
@@ -269,7 +278,6 @@ int run_lora_part(const Options& opts) {
      << "}";
   js << ", \"loadavg_start\": " << jnum(load_start) << ", \"loadavg_end\": " << jnum(load_end) << "}";
   record_part("lora", js.str());
-  if (o.work_dir.empty()) fs::remove_all(work);
   return 0;
 }
 
