@@ -97,7 +97,8 @@ struct Backend {
       layernorm_backward;
 
   // out (N,OC) = inp (N,C) weight^T (OC,C) + bias (OC, may be nullptr)
-  // (nn::linear_forward_loops / nn::linear_backward_loops; dinp assigned, skipped if nullptr)
+  // (nn::linear_forward_loops / nn::linear_backward_loops; dinp assigned, skipped if nullptr;
+  // dweight accumulated, skipped if nullptr: a frozen weight, gpt/lora.h)
   std::function<void(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC)>
       matmul_forward;
   std::function<void(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,

@@ -180,10 +180,12 @@ struct CudaRungs {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) {
     if (dinp != nullptr) matmul_.fn(dinp, dout, weight, N, C, OC, {});  // dinp = dout . W
-    kc::MatmulArgs dw;                                                     // dW += dout^T . inp
-    dw.trans_a = true;
-    dw.accumulate = true;
-    matmul_.fn(dweight, dout, inp, OC, C, N, dw);
+    if (dweight != nullptr) {  // nullptr: a frozen weight (LoRA, gpt/lora.h), skipped
+      kc::MatmulArgs dw;       // dW += dout^T . inp
+      dw.trans_a = true;
+      dw.accumulate = true;
+      matmul_.fn(dweight, dout, inp, OC, C, N, dw);
+    }
     if (dbias != nullptr) bias_backward_.fn(dbias, dout, N, OC);
   }
 

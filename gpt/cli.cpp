@@ -140,6 +140,37 @@ void add_gpt_subcommands(CLI::App& cmd, CliOptions& opts) {
   dump_cmd->add_option("--backend", opts.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
   dump_cmd->add_option("--precision", opts.train.precision, "cuda: auto, fp32, tf32 or bf16")->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str();
 
+  // LoRA (gpt/lora.h, lesson 12)
+  CLI::App* ft = cmd.add_subcommand(
+      "finetune", "Adapt a checkpoint to a new text: LoRA adapters on the frozen model (--lora-rank R), or full "
+                  "fine-tuning (--lora-rank 0)");
+  FinetuneOptions& f = opts.finetune;
+  ft->add_option("--init", f.init, "The base checkpoint (`nnlab gpt train`)")->required()->check(CLI::ExistingFile);
+  ft->add_option("--data", f.data, "The new text: a file, or a directory read as one text (default: the Debian "
+                 "licence texts, /usr/share/common-licenses)");
+  ft->add_option("--old-data", f.old_data, "The base's own text: its val loss before and after (forgetting)");
+  ft->add_option("--val-fraction", f.val_fraction, "The end of each text held out")->check(nn::FiniteRange(0.01, 0.5))->capture_default_str();
+  ft->add_option("--lora-rank", f.rank, "Adapter rank r (0: full fine-tuning of every parameter)")->check(CLI::Range(0, 65536))->capture_default_str();
+  ft->add_option("--lora-alpha", f.alpha, "The update is scaled by alpha / r")->check(nn::FiniteRange(1e-6, 1e6))->capture_default_str();
+  ft->add_option("--lora-targets", f.targets, "Adapted layers: any of qkv,attproj,fc,fcproj (or all)")->capture_default_str();
+  ft->add_option("--iters", f.iters, "Optimizer steps")->check(CLI::Range(0, 100000000))->capture_default_str();
+  ft->add_option("--batch-size", f.batch_size, "Sequences per step")->check(CLI::Range(1, 65536))->capture_default_str();
+  ft->add_option("--lr", f.lr, "Peak learning rate")->check(nn::FiniteRange(1e-9, 10.0))->capture_default_str();
+  ft->add_option("--min-lr", f.min_lr, "Learning rate at the end of the cosine decay")->check(nn::FiniteRange(0.0, 10.0))->capture_default_str();
+  ft->add_option("--warmup-iters", f.warmup_iters, "Linear warm-up steps")->check(CLI::Range(0, 100000000))->capture_default_str();
+  ft->add_option("--weight-decay", f.weight_decay, "AdamW weight decay on what is trained")->check(nn::FiniteRange(0.0, 10.0))->capture_default_str();
+  ft->add_option("--grad-clip", f.grad_clip, "Clip the trained parameters' gradient norm (0: off)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str();
+  ft->add_option("--eval-iters", f.eval_iters, "Validation batches")->check(CLI::Range(1, 100000))->capture_default_str();
+  ft->add_option("--seed", f.seed, "Seed: adapters, batches")->check(nn::Seed())->capture_default_str();
+  ft->add_option("--backend", f.backend, "naive, cpu or cuda")->check(CLI::IsMember({"naive", "cpu", "cuda"}))->capture_default_str();
+  ft->add_option("--threads", f.threads, "OpenMP threads (0: the default)")->check(nn::ThreadCount())->capture_default_str();
+  ft->add_option("--out", f.out, "Write the adapters here (rank 0: the fine-tuned checkpoint)");
+
+  CLI::App* merge_cmd = cmd.add_subcommand("merge", "Fold a LoRA adapter file into a checkpoint's weights (W += alpha/r B A)");
+  merge_cmd->add_option("--checkpoint", opts.checkpoint, "The base checkpoint")->required()->check(CLI::ExistingFile);
+  merge_cmd->add_option("--adapter", opts.merge_adapter, "An adapter file (`nnlab gpt finetune --out`)")->required()->check(CLI::ExistingFile);
+  merge_cmd->add_option("--out", opts.merge_out, "The merged checkpoint to write")->required();
+
   CLI::App* diff_cmd = cmd.add_subcommand("diff", "Per-tensor max relative error between two dumps (ours vs PyTorch, naive vs cpu)");
   diff_cmd->add_option("files", opts.diff_files, "Two safetensors dumps")->required()->expected(2)->check(CLI::ExistingFile);
   diff_cmd->add_option("--tolerance", opts.diff_tolerance, "Exit 1 if any shared tensor's error exceeds this (0: never)")->check(nn::FiniteRange(0.0, 1e9));
@@ -440,6 +471,22 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
     write_dump(opts.dump_out, ck.model);
     std::cout << "wrote " << opts.dump_out << ": activations and gradients of " << T << " positions, loss "
               << ck.model.mean_loss << "\n";
+    return 0;
+  }
+  if (gpt_cmd.got_subcommand("finetune")) {
+    finetune(opts.finetune, std::cout);
+    check_stdout();
+    return 0;
+  }
+  if (gpt_cmd.got_subcommand("merge")) {
+    LoadedCheckpoint ck = load_checkpoint(opts.checkpoint);
+    const LoraAdapters ad = load_lora(opts.merge_adapter, ck.model.config);
+    lora_merge(ck.model, ad);
+    save_checkpoint(opts.merge_out, ck.model, ck.vocab, ck.state, /*with_optimizer=*/false);
+    std::cout << "merged " << opts.merge_adapter << " (rank " << ad.config.rank << ", alpha " << ad.config.alpha << ", "
+              << lora_targets_string(ad.config.targets) << ") into " << opts.checkpoint << ": wrote " << opts.merge_out
+              << "\n";
+    check_stdout();
     return 0;
   }
   if (gpt_cmd.got_subcommand("diff")) return run_diff(opts);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpt/bench.h"
+#include "gpt/lora.h"
 #include "gpt/train.h"
 
 namespace gpt {
@@ -36,6 +37,9 @@ struct CliOptions {
   // diff
   std::vector<std::string> diff_files;
   double diff_tolerance = 0.0;  // > 0: exit 1 when a shared tensor's max relative error exceeds it
+  // finetune (LoRA or full, gpt/lora.h) and merge (an adapter into a checkpoint)
+  FinetuneOptions finetune;
+  std::string merge_adapter, merge_out;
 };
 
 // Adds the model/optimisation/data flags of TrainOptions to `app` (lesson 08 reuses them),

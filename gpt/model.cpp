@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "gpt/lora.h"
 #include "kernels/rope.h"
 #include "nn/check.h"
 #include "nn/rng.h"
@@ -563,8 +564,16 @@ class TrainingKernels final : public BlockKernels {
         flash_(attention_of(m.config) == AttentionKind::flash) {}
   void linear(float* out, const float* inp, const LinearLayer& w, int N) override {
     be_.matmul_forward(out, inp, w.weight, w.bias, N, w.in, w.out);
+    if (m_.lora != nullptr) lora_linear_forward(*m_.lora, be_, out, inp, w, N);  // LoRA hook: out += adapter
   }
   void linear_gelu(float* pre, float* out, const float* inp, const LinearLayer& w, int N) override {
+    if (m_.lora != nullptr && m_.lora->site(w.which, w.layer) != nullptr) {
+      // LoRA hook: the adapter joins pre before the GELU, so the fused op splits in two
+      be_.matmul_forward(pre, inp, w.weight, w.bias, N, w.in, w.out);
+      lora_linear_forward(*m_.lora, be_, pre, inp, w, N);
+      be_.gelu_forward(out, pre, static_cast<i64>(N) * w.out);
+      return;
+    }
     be_.matmul_gelu_forward(pre, out, inp, w.weight, w.bias, N, w.in, w.out);
   }
   void attention(float* out, float* preatt, float* att, float* lse, const float* qkv, int /*layer*/) override {
@@ -662,13 +671,22 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
   const int QKV = qkv_channels(cfg), H = mlp_hidden(cfg), NKV = kv_heads(cfg);
   const bool llama = cfg.arch == Arch::llama;
   const bool flash = attention_of(cfg) == AttentionKind::flash;
+  // LoRA hook (gpt/lora.h): with adapters attached the base is frozen. Its Linear, head and
+  // embedding weight gradients are not computed (nullptr: Backend::matmul_backward skips the
+  // product); each Linear's dx gets its adapter's share and the adapters their gradients.
+  LoraAdapters* lora = model.lora;
+  const bool frozen = lora != nullptr && !lora->compute_base_grads;
+  auto W = [frozen](float* g) { return frozen ? nullptr : g; };  // a base weight's gradient, or none
+  auto lora_backward = [&](float* dx, const float* dout, const float* x, Linear which, int l) {
+    if (lora != nullptr) lora_linear_backward(*lora, be, dx, dout, x, which, l, Ni);
+  };
 
   // loss -> logits -> head (wte when tied: its gradient adds to the embedding's) -> ln_f
   const int32_t* d_inputs = model.tokens_memory.data();
   const int32_t* d_targets = model.tokens_memory.data() + N;
   be.crossentropy_backward(S.dlogits, A.probs, d_targets, Ni, V, dloss);
-  be.matmul_backward(S.dln, P.lm_head != nullptr ? G.lm_head : G.wte, nullptr, S.dlogits, A.lnf, head_weight(P), Ni, C,
-                     V);
+  be.matmul_backward(S.dln, W(P.lm_head != nullptr ? G.lm_head : G.wte), nullptr, S.dlogits, A.lnf, head_weight(P), Ni,
+                     C, V);
   // dresidual: dL/d(residual stream), built up from zero as the layers are walked backwards
   gpt_memory(model).zero(S.dresidual, static_cast<size_t>(NC) * sizeof(float));
   norm_backward(be, cfg, S.dresidual, G.lnfw, G.lnfb, S.dln, layer_activations(A, cfg, layout, L - 1).residual3, P.lnfw,
@@ -688,15 +706,18 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
       dbranch = S.dbranch;
     }
     if (llama) {
-      be.matmul_backward(S.dfch_gelu, g.fcprojw, g.fcprojb, dbranch, a.fch_swiglu, p.fcprojw, Ni, H, C);
+      be.matmul_backward(S.dfch_gelu, W(g.fcprojw), W(g.fcprojb), dbranch, a.fch_swiglu, p.fcprojw, Ni, H, C);
+      lora_backward(S.dfch_gelu, dbranch, a.fch_swiglu, Linear::fcproj, l);
       // into the fused [gate | up] gradient (N, 2H)
       be.swiglu_backward(S.dfch, S.dfch + H, S.dfch_gelu, a.fch, a.fch + H, Ni, H, 2 * H);
-      be.matmul_backward(S.dln, g.fcw, g.fcb, S.dfch, a.ln2, p.fcw, Ni, C, 2 * H);
+      be.matmul_backward(S.dln, W(g.fcw), W(g.fcb), S.dfch, a.ln2, p.fcw, Ni, C, 2 * H);
     } else {
-      be.matmul_backward(S.dfch_gelu, g.fcprojw, g.fcprojb, dbranch, a.fch_gelu, p.fcprojw, Ni, H, C);
+      be.matmul_backward(S.dfch_gelu, W(g.fcprojw), W(g.fcprojb), dbranch, a.fch_gelu, p.fcprojw, Ni, H, C);
+      lora_backward(S.dfch_gelu, dbranch, a.fch_gelu, Linear::fcproj, l);
       be.gelu_backward(S.dfch, S.dfch_gelu, a.fch, static_cast<i64>(N) * H);
-      be.matmul_backward(S.dln, g.fcw, g.fcb, S.dfch, a.ln2, p.fcw, Ni, C, H);
+      be.matmul_backward(S.dln, W(g.fcw), W(g.fcb), S.dfch, a.ln2, p.fcw, Ni, C, H);
     }
+    lora_backward(S.dln, S.dfch, a.ln2, Linear::fc, l);
     // += : dresidual becomes dL/d(residual2), the stream plus the path through norm 2
     norm_backward(be, cfg, S.dresidual, g.ln2w, g.ln2b, S.dln, a.residual2, p.ln2w, a.ln2_mean, a.ln2_rstd, Ni);
 
@@ -706,7 +727,8 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
       be.dropout_backward(S.dbranch, S.dresidual, a.attproj_mask, NC);
       dbranch = S.dbranch;
     }
-    be.matmul_backward(S.datty, g.attprojw, g.attprojb, dbranch, a.atty, p.attprojw, Ni, C, C);
+    be.matmul_backward(S.datty, W(g.attprojw), W(g.attprojb), dbranch, a.atty, p.attprojw, Ni, C, C);
+    lora_backward(S.datty, dbranch, a.atty, Linear::attproj, l);
     if (flash) {
       be.flash_attention_backward(S.dqkv, S.datty, a.qkv, a.atty, a.lse, B, T, C, cfg.n_head, NKV);
     } else {
@@ -714,11 +736,13 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
     }
     // llama: the gradient of q and k rotated back (RoPE's backward), then the projection's
     if (llama) apply_rope(be, model, S.dqkv, B, T, /*pos0=*/0, /*inverse=*/true);
-    be.matmul_backward(S.dln, g.qkvw, g.qkvb, S.dqkv, a.ln1, p.qkvw, Ni, C, QKV);
+    be.matmul_backward(S.dln, W(g.qkvw), W(g.qkvb), S.dqkv, a.ln1, p.qkvw, Ni, C, QKV);
+    lora_backward(S.dln, S.dqkv, a.ln1, Linear::qkv, l);
     // += : dresidual becomes dL/d(this layer's input)
     norm_backward(be, cfg, S.dresidual, g.ln1w, g.ln1b, S.dln, x, p.ln1w, a.ln1_mean, a.ln1_rstd, Ni);
   }
 
+  if (frozen) return;  // LoRA: the embeddings are frozen, their gradient not needed
   const float* dencoded = S.dresidual;
   if (drop) {
     be.dropout_backward(S.dbranch, S.dresidual, A.encoded_mask, NC);

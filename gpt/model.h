@@ -394,6 +394,8 @@ struct AdamWConfig {
   float weight_decay = 0.1f;  // on ParamSlice::decay tensors only
 };
 
+struct LoraAdapters;  // gpt/lora.h
+
 // The data of a GPT; GPT below adds copying that re-points the pointer structs. Every
 // buffer is an Array in one Memory (gpt/memory.h): host memory for the naive and cpu
 // backends, the GPU's for cuda. gpt_create puts a model in host memory; gpt_move_to copies
@@ -429,6 +431,11 @@ struct GPTData {
   Array<int32_t> tokens_memory;  // the (B, T) ids in the model's memory: inputs, then targets
   bool have_targets = false;
   float mean_loss = -1.0f;  // -1 when the last forward had no targets
+
+  // LoRA hook (gpt/lora.h, lora_attach): adapters the forward adds at the Linear layers and
+  // the backward trains, the base frozen (no weight gradients computed). Not owned; nullptr:
+  // none. A copy of the model shares them.
+  LoraAdapters* lora = nullptr;
 };
 
 // A copy is a deep copy whose ParameterTensors / ActivationTensors point into ITS buffers

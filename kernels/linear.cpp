@@ -56,6 +56,7 @@ void linear_backward_v1(F* dinp, F* dweight, F* dbias, const F* dout, const F* i
         dx[c] = sum;
       }
     }
+    if (dweight == nullptr) continue;  // a frozen weight (LoRA, gpt/lora.h): its gradient skipped
     for (int o = 0; o < OC; ++o) {  // dL/dw_oc += dL/dy_o * x_c
       F* dw = dweight + static_cast<ptrdiff_t>(o) * C;
       for (int c = 0; c < C; ++c) {
@@ -140,7 +141,7 @@ void linear_backward_v2(float* dinp, float* dweight, float* dbias, const float* 
   // Measured on the recording machine: faster than both products split across the two
   // threads one after the other. Each element is computed by the same micro-kernel
   // sequence either way, so the result is bit-identical to the threaded path.
-  if (dinp != nullptr && omp_get_max_threads() == 2 && !omp_in_parallel() &&
+  if (dinp != nullptr && dweight != nullptr && omp_get_max_threads() == 2 && !omp_in_parallel() &&
       static_cast<double>(N) * C * OC > 64.0 * 64.0 * 64.0) {
 #pragma omp parallel sections num_threads(2)
     {
@@ -158,7 +159,8 @@ void linear_backward_v2(float* dinp, float* dweight, float* dbias, const float* 
   if (dinp != nullptr) {
     sgemm(Trans::No, Trans::No, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
   }
-  sgemm(Trans::Yes, Trans::No, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+  // dweight nullptr: a frozen weight (LoRA, gpt/lora.h), its product skipped, not discarded
+  if (dweight != nullptr) sgemm(Trans::Yes, Trans::No, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
   if (dbias != nullptr) column_sums_add(dbias, dout, N, OC);
 }
 
