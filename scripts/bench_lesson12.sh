@@ -18,8 +18,7 @@
 # 3. --real: the same measurements on the real checkpoints. Needs, once, online:
 #      python3 scripts/fetch_model.py gpt2 && python3 scripts/fetch_model.py gpt2-medium
 #      python3 scripts/fetch_model.py smollm-135m
-#    and a build whose lesson12 registers gpt/hf.h's loader (set_real_model_loader,
-#    lessons/12-real-models/speed_part.h). Runs
+#    (lesson12 loads them with gpt/hf.h's load_hf_model). Runs
 #      lesson12 --part speed --speed-models models/gpt2,models/gpt2-medium   (speculative
 #                 124M -> 355M on real text, perplexity per format on Tiny Shakespeare)
 #      lesson12 --part speed --speed-models models/smollm-135m --spec-target ""

@@ -328,7 +328,7 @@ TEST_CASE("gpt infer: weight_bytes_per_token and bytes count what they document"
       CHECK(im.vectors.size() == static_cast<size_t>(vec_floats));
       CHECK(im.weight_bytes_per_token() == matrices + 4 * vec_floats + 4 * 2 * C);
       CHECK(im.bytes() == matrices + 4 * vec_floats + 4 * (V + maxT) * C);
-      CHECK(im.head.bytes() == head);
+      CHECK(static_cast<int64_t>(im.head.bytes()) == head);
       CHECK(im.qkvw.size() == static_cast<size_t>(L));
       CHECK((bias ? im.params.qkvb != nullptr : im.params.qkvb == nullptr));
       CHECK(im.params.qkvw == nullptr);  // the matrices are read packed

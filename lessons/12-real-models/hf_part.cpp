@@ -43,40 +43,6 @@ void add_hf_options(CLI::App& app, HfPartOptions& o) {
 
 namespace {
 
-// The shapes of the models lesson 12 runs (their config.json values), and tiny ones.
-gpt::GPTConfig shape(const std::string& name) {
-  gpt::GPTConfig c;
-  c.dropout = 0.0f;
-  if (name == "gpt2" || name == "gpt2-medium" || name == "tiny-gpt2") {
-    c.arch = gpt::Arch::gpt2;
-    c.bias = true;
-    c.vocab_size = name == "tiny-gpt2" ? 300 : 50257;
-    c.block_size = name == "tiny-gpt2" ? 64 : 1024;
-    c.n_layer = name == "gpt2" ? 12 : name == "gpt2-medium" ? 24 : 2;
-    c.n_embd = name == "gpt2" ? 768 : name == "gpt2-medium" ? 1024 : 64;
-    c.n_head = name == "gpt2" ? 12 : name == "gpt2-medium" ? 16 : 4;
-    return c;
-  }
-  if (name == "smollm-135m" || name == "tiny-llama") {
-    const bool tiny = name == "tiny-llama";
-    c.arch = gpt::Arch::llama;
-    c.bias = false;
-    c.vocab_size = tiny ? 300 : 49152;
-    c.block_size = tiny ? 64 : 2048;
-    c.n_layer = tiny ? 2 : 30;
-    c.n_embd = tiny ? 64 : 576;
-    c.n_head = tiny ? 4 : 9;
-    c.n_kv_head = tiny ? 2 : 3;
-    c.ffn_hidden = tiny ? 96 : 1536;
-    c.rope_theta = 10000.0f;
-    c.norm_eps = 1e-5f;
-    c.tie_embeddings = true;
-    return c;
-  }
-  NN_CHECK(false, "--hf-shapes: unknown shape '" << name << "' (gpt2, gpt2-medium, smollm-135m, tiny-gpt2, tiny-llama)");
-  return c;
-}
-
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -235,7 +201,7 @@ int run_hf_part(const Options& opts) {
               << ", each written as a Hugging Face directory (config.json, model.safetensors) and loaded back\n";
     const fs::path tmp = fs::temp_directory_path() / ("nnlab-lesson12-hf-" + std::to_string(::getpid()));
     for (const std::string& name : names) {
-      const gpt::GPTConfig c = shape(name);
+      const gpt::GPTConfig c = named_shape(name);  // speed_part.h: the one table of shapes
       gpt::GPT m = gpt::gpt_create(c, gpt::host_memory(), false);
       gpt::gpt_init_weights(m, opts.seed);
       const std::string dir = (tmp / name).string();

@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "gpt/hf.h"
+#include "gpt/hf_cli.h"
 #include "gpt/speculative.h"
 #include "gpt/train.h"
 #include "io/bpe.h"
@@ -135,14 +137,7 @@ SpecRow run_speculative(const gpt::InferenceModel& target, const std::string& ta
   return r;
 }
 
-RealModelLoader& loader_slot() {
-  static RealModelLoader l = nullptr;
-  return l;
-}
-
 }  // namespace
-
-void set_real_model_loader(RealModelLoader loader) { loader_slot() = loader; }
 
 void add_speed_options(CLI::App& app, SpeedOptions& o) {
   std::string names;
@@ -180,11 +175,11 @@ std::vector<std::string> shape_names() {
 
 gpt::GPTConfig named_shape(const std::string& name) {
   gpt::GPTConfig c;  // gpt2, biases, tied head
-  if (name == "gpt2-124m" || name == "gpt2-355m") {
+  if (name == "gpt2-124m" || name == "gpt2-355m" || name == "gpt2" || name == "gpt2-medium") {
     // GPT-2's config.json: n_vocab 50257, n_positions 1024, layer_norm_epsilon 1e-5
     c.vocab_size = 50257;
     c.block_size = 1024;
-    const bool medium = name == "gpt2-355m";
+    const bool medium = name == "gpt2-355m" || name == "gpt2-medium";
     c.n_layer = medium ? 24 : 12;
     c.n_head = medium ? 16 : 12;
     c.n_embd = medium ? 1024 : 768;
@@ -229,42 +224,20 @@ gpt::GPTConfig named_shape(const std::string& name) {
 }
 
 gpt::GPT random_model(const gpt::GPTConfig& c, uint64_t seed) {
-  gpt::GPT m = gpt::gpt_create(c);
+  // Inference reads the parameters only (pack_model): no gradients, no AdamW state.
+  gpt::GPT m = gpt::gpt_create(c, gpt::host_memory(), /*training_state=*/false);
   gpt::gpt_init_weights(m, seed);
-  // Inference reads the parameters only (pack_model): drop what training would need.
-  m.grads_memory = gpt::Array<float>();
-  m.m_memory = gpt::Array<float>();
-  m.v_memory = gpt::Array<float>();
-  m.grads = gpt::ParameterTensors{};
   return m;
 }
 
 double packed_perplexity(const gpt::InferenceModel& im, gpt::Backend& be, const std::vector<int32_t>& ids, int window) {
   NN_CHECK(ids.size() >= 2, "perplexity needs at least 2 tokens, got " << ids.size());
-  NN_CHECK(window >= 2, "perplexity window " << window << " < 2");
   const int V = im.config.vocab_size;
-  window = std::min(window, im.config.block_size);
   for (int32_t t : ids) NN_CHECK(t >= 0 && t < V, "token id " << t << " outside the model's vocabulary of " << V);
+  window = std::min(window, im.config.block_size);
   gpt::Decoder dec(im, be);
-  double nll = 0.0;
-  i64 scored = 0;
-  for (size_t start = 0; start + 1 < ids.size(); start += static_cast<size_t>(window)) {
-    const int n = static_cast<int>(std::min(ids.size() - start, static_cast<size_t>(window)));
-    if (n < 2) break;
-    dec.reset();
-    const std::vector<float>& logits = dec.step(ids.data() + start, 1, n);
-    for (int i = 0; i + 1 < n; ++i) {
-      // -log softmax(row)[next], in double with the max subtracted
-      const float* row = logits.data() + static_cast<i64>(i) * V;
-      double mx = row[0];
-      for (int v = 1; v < V; ++v) mx = std::max(mx, static_cast<double>(row[v]));
-      double sum = 0.0;
-      for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - mx);
-      nll += mx + std::log(sum) - row[ids[start + static_cast<size_t>(i) + 1]];
-      ++scored;
-    }
-  }
-  return std::exp(nll / static_cast<double>(scored));
+  // windows side by side (stride = window): each token scored once, from its own window only
+  return gpt::window_perplexity(dec, ids, window, window).perplexity;
 }
 
 ModelResult measure_model(const gpt::GPT& model, const std::string& name, bool random_weights,
@@ -338,9 +311,6 @@ ModelResult measure_model(const gpt::GPT& model, const std::string& name, bool r
 
 int run_speed_part(const Options& opts) {
   const SpeedOptions& so = opts.speed;
-  NN_CHECK(so.models.empty() || loader_slot() != nullptr,
-           "--speed-models: this build registers no Hugging Face loader (gpt/hf.h; set_real_model_loader, "
-           "speed_part.h)");
   kernels::warn_if_busy(std::cout);
   const int threads = gpt::use_threads(opts.threads);
   auto be = gpt::make_backend("cpu", "fp32");
@@ -399,7 +369,8 @@ int run_speed_part(const Options& opts) {
   std::vector<RealModel> real;  // kept for speculative decoding
   if (!model_dirs.empty()) {
     for (const std::string& dir : model_dirs) {
-      RealModel rm = loader_slot()(dir);
+      gpt::HfModel hf = gpt::load_hf_model(dir);
+      RealModel rm{std::move(hf.model), std::move(hf.tokenizer), dir};
       std::vector<int32_t> ids = eval_ids;
       if (rm.tokenizer && o.eval_tokens > 0) {
         ids = rm.tokenizer->encode(val_text, false);

@@ -64,7 +64,7 @@ struct SpeedOptions {
   int spec_tokens = 48;
   // Real weights: comma-separated Hugging Face model directories (scripts/fetch_model.py),
   // measured instead of the random shapes; with two or more, speculative decoding drafts
-  // with the first for the last (GPT-2 124M for GPT-2 medium). Needs a loader (below).
+  // with the first for the last (GPT-2 124M for GPT-2 medium). 
   std::string models;
 };
 void add_speed_options(CLI::App& app, SpeedOptions& opts);
@@ -80,18 +80,12 @@ std::vector<std::string> shape_names();
 // parameters would need 5.7 GB with them, 1.4 GB without).
 gpt::GPT random_model(const gpt::GPTConfig& c, uint64_t seed);
 
-// --speed-models needs gpt/hf.h's loader, which this part does not include (it is written
-// beside it): whoever links both registers a function that loads a directory, e.g.
-//   set_real_model_loader([](const std::string& d) { auto m = gpt::load_hf_model(d);
-//       return RealModel{std::move(m.model), std::move(m.tokenizer), d}; });
-// Without one, --speed-models is an error saying so.
+// A model loaded from a Hugging Face directory (--speed-models; gpt/hf.h load_hf_model).
 struct RealModel {
   gpt::GPT model;
   std::optional<nn::BpeTokenizer> tokenizer;  // encodes the evaluation text (else the corpus BPE)
   std::string name;
 };
-using RealModelLoader = RealModel (*)(const std::string& dir);
-void set_real_model_loader(RealModelLoader loader);
 
 // One format of one model.
 struct FormatRow {
