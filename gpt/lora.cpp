@@ -250,17 +250,9 @@ StepResult lora_train_step(GPT& model, Backend& be, const std::vector<MicroBatch
   NN_CHECK(model.lora != nullptr, "lora_train_step: no adapters attached (lora_attach)");
   NN_CHECK(!micro.empty(), "lora_train_step: no micro-batch");
   LoraAdapters& ad = *model.lora;
-  const int K = static_cast<int>(micro.size());
   StepResult r;
   ad.grads.zero();
-  for (int i = 0; i < K; ++i) {
-    const MicroBatch& mb = micro[static_cast<size_t>(i)];
-    gpt_forward(model, be, mb.inputs, mb.targets, B, T, o.train, mb.dropout_seed);
-    NN_CHECK(std::isfinite(model.mean_loss), "the training loss is " << model.mean_loss);
-    r.loss += static_cast<double>(model.mean_loss) / K;
-    gpt_backward(model, be, 1.0f / static_cast<float>(K));
-    if (o.after_backward) o.after_backward(i);
-  }
+  r.loss = accumulate_gradients(model, be, micro, B, T, o);  // the adapters' gradients (the base is frozen)
   // the adapters' gradient norm, clipped as gpt_clip_grad_norm clips the model's
   const double norm = std::sqrt(be.sum_squares(ad.grads.data(), ad.num_params));
   NN_CHECK(std::isfinite(norm), "the adapters' gradient norm is " << norm << ": training diverged (try a lower "

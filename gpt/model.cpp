@@ -777,21 +777,28 @@ void gpt_adamw_step(GPT& model, Backend& be, const AdamWConfig& cfg, float lr) {
 
 // ---- one training step -----------------------------------------------------------------------------
 
-StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
-                      const StepOptions& o) {
+double accumulate_gradients(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
+                            const StepOptions& o) {
   NN_CHECK(!micro.empty(), "train_step: no micro-batch");
   const int K = static_cast<int>(micro.size());
-  StepResult r;
-  gpt_zero_grad(model);
+  double loss = 0.0;
   for (int i = 0; i < K; ++i) {
     const MicroBatch& mb = micro[static_cast<size_t>(i)];
     gpt_forward(model, be, mb.inputs, mb.targets, B, T, o.train, mb.dropout_seed);
     NN_CHECK(std::isfinite(model.mean_loss), "the training loss is " << model.mean_loss);
-    r.loss += static_cast<double>(model.mean_loss) / K;
+    loss += static_cast<double>(model.mean_loss) / K;
     // dloss = 1/K: the K backwards accumulate the gradient of the mean of the K losses
     gpt_backward(model, be, 1.0f / static_cast<float>(K));
     if (o.after_backward) o.after_backward(i);
   }
+  return loss;
+}
+
+StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
+                      const StepOptions& o) {
+  StepResult r;
+  gpt_zero_grad(model);
+  r.loss = accumulate_gradients(model, be, micro, B, T, o);
   r.grad_norm = gpt_clip_grad_norm(model, be, o.grad_clip);
   gpt_adamw_step(model, be, o.adamw, o.lr);
   return r;

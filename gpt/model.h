@@ -578,8 +578,12 @@ struct StepResult {
   double loss = 0.0;       // mean over the micro-batches of their mean loss
   float grad_norm = 0.0f;  // before clipping
 };
-// zero_grad; for each micro-batch: forward (train mode), backward with dloss = 1/K (K
-// micro-batches: the gradient of the mean loss); clip to grad_clip; one AdamW step at lr.
+// For each micro-batch: forward (train mode), backward with dloss = 1/K (K micro-batches:
+// the gradients ACCUMULATE the gradient of the mean loss); returns the mean loss. What
+// train_step and gpt/lora.h's lora_train_step share. nn::Error when a loss is not finite.
+double accumulate_gradients(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
+                            const StepOptions& o);
+// zero_grad; accumulate_gradients; clip to grad_clip; one AdamW step at lr.
 // nn::Error when a loss is not finite (before its backward) or the norm is not (from
 // gpt_clip_grad_norm), with no AdamW step taken.
 StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,

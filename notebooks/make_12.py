@@ -245,8 +245,6 @@ print_table(["model (at 26.3 GB/s)"] + fmts, rows)
 assert bytes_per_token(12, 768, 50257, "fp32") == 494_619_648'''
 
 run_cell = '''# Each part in its quick mode, each with its own record; a failing part stops the notebook.
-# (The lesson-12 scaffold's placeholder parts print "not written yet": reported as such until
-# their code lands; any other failure is an error.)
 parts = {}
 for part in ("hf", "speed", "lora"):
     path = os.path.abspath(f"lesson12-{part}.json")
@@ -257,9 +255,6 @@ for part in ("hf", "speed", "lora"):
     r = subprocess.run(cmd, capture_output=True, text=True)
     print(r.stdout[-4000:])
     if r.returncode != 0:
-        if "not written yet" in r.stderr:
-            print(f"part {part}: not written yet (the scaffold's placeholder)\\n")
-            continue
         print(r.stderr[-4000:])
         raise RuntimeError(f"lesson12 --part {part} failed (exit status {r.returncode}): "
                            + (r.stderr.strip().splitlines() or ["no message"])[-1])

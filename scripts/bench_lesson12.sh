@@ -27,7 +27,8 @@
 # Environment: ROUNDS (default 3: alternating rounds of step 2), PARTS (default "figures peer":
 # which of steps 1 and 2), EVAL_TOKENS (default 1024: perplexity tokens of step 1), TOKENS
 # (default 32: decoded per round), THREADS (default "1 2": the thread settings each side tries;
-# the best counts), FIG_THREADS (default 0: the default; step 1's threads), NNLAB_HF_PYTHON (default <repo>/.venv/bin/python: a Python
+# the best counts), PEER_THREADS (default "1,2,1x2,2x1": the peer's, T or TxB = torch T threads x
+# OpenBLAS B; scripts/hf_peer.py), FIG_THREADS (default 0: the default; step 1's threads), NNLAB_HF_PYTHON (default <repo>/.venv/bin/python: a Python
 # with torch and transformers), BIN (default build/release/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,7 @@ PARTS=${PARTS:-figures peer}
 EVAL_TOKENS=${EVAL_TOKENS:-1024}
 TOKENS=${TOKENS:-32}
 export THREADS=${THREADS:-1 2}
+export PEER_THREADS=${PEER_THREADS:-1,2,1x2,2x1}
 FIG_THREADS=${FIG_THREADS:-0}
 HF_PY=${NNLAB_HF_PYTHON:-.venv/bin/python}
 QUICK=0
@@ -97,7 +99,7 @@ for shape in $SHAPES; do
         $OURS_ARGS --speed-rounds 3 --json "$TMP/ours-$shape-$r-$t.json" > "$TMP/ours-$shape-$r-$t.txt"
     done
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$HF_PY" scripts/hf_peer.py --shape "$shape" $PEER_ARGS \
-      --rounds 3 --threads "$(echo $THREADS | tr ' ' ,)" --json "$TMP/theirs-$shape-$r.json"
+      --rounds 3 --threads "$PEER_THREADS" --json "$TMP/theirs-$shape-$r.json"
     echo "  $shape round $r done (load $(cut -d' ' -f1 /proc/loadavg))"
   done
 done
@@ -106,11 +108,13 @@ python3 - "$TMP" "$OUT" "$ROUNDS" "$SHAPES" <<'EOF'
 import glob, json, os, statistics, sys, platform, subprocess
 tmp, out, rounds, shapes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-res = {"schema": "nnlab-lesson12-vs-transformers/1", "machine": {"cpu": cpu, "hardware_threads": os.cpu_count()},
+import datetime
+res = {"schema": "nnlab-lesson12-vs-transformers/1", "machine": {"cpu": cpu, "hardware_threads": os.cpu_count(),
+       "cores": os.cpu_count(), "date": datetime.date.today().isoformat()},
        "rounds": rounds, "shapes": []}
 lines = ["# Lesson 12: our decode against Hugging Face transformers (same shapes, CPU)", "",
          f"Machine: {cpu}, {os.cpu_count()} hardware threads. {rounds} rounds per shape, ours and transformers "
-         f"alternating; each side at its best of threads {os.environ.get('THREADS', '1 2')} per round; medians over rounds. Random-initialised "
+         f"alternating; each side at its best per round (ours: threads {os.environ.get('THREADS', '1 2')}; transformers: torch x OpenBLAS threads {os.environ.get('PEER_THREADS', '')}); medians over rounds. Random-initialised "
          "models (speed does not depend on the values). Commands: `scripts/bench_lesson12.sh` (see its header).", "",
          "| shape | format | ours tokens/s | transformers fp32 tokens/s | ours / theirs |", "|---|---|---:|---:|---:|"]
 for shape in shapes:

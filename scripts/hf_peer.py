@@ -12,8 +12,11 @@ prefill and the first token) and for 1 + N new tokens, and takes N / (difference
 median over rounds. The shapes (the same names as lesson12 --speed-shapes): gpt2-124m,
 gpt2-355m, smollm-135m, and the tiny ones of --quick.
 
-Thread settings: each of --threads runs in its own process with torch.set_num_threads(T) and
-OPENBLAS_NUM_THREADS=T; the best is the peer's figure (all are recorded). OPENBLAS_CORETYPE
+Thread settings: each of --threads runs in its own process. "T" means torch.set_num_threads(T)
+and OPENBLAS_NUM_THREADS=T; "TxB" torch's T threads and OpenBLAS's B (at batch 1 the weights go
+through OpenBLAS's gemv, whose threads are its own: on this 2-core VM torch 1 x OpenBLAS 2 was
+the best, 16.8 tokens/s at GPT-2 124M against 11 for "1" and 5 for "2"). The best is the peer's
+figure (all are recorded). OPENBLAS_CORETYPE
 and OPENBLAS_L2_SIZE are removed from the environment before torch loads (this workplace sets
 them, and they slow OpenBLAS). Needs torch and transformers (<repo>/.venv, scripts/setup.sh).
 """
@@ -59,7 +62,7 @@ def build(shape, seed):
 def worker(args):
     """One thread setting, in this process: prints one JSON line."""
     import torch
-    torch.set_num_threads(args.threads_one)
+    torch.set_num_threads(int(args.threads_one.split("x")[0]))
     model = build(args.shape, args.seed)
     V = SHAPES[args.shape][1]
     g = torch.Generator().manual_seed(args.seed + 7)
@@ -100,10 +103,11 @@ def main():
     p.add_argument("--prompt", type=int, default=64)
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threads", default="1,2", help="comma-separated thread settings; the best is reported")
+    p.add_argument("--threads", default="1,2,1x2,2x1",
+                   help="comma-separated thread settings, T or TxB (torch T, OpenBLAS B); the best is reported")
     p.add_argument("--seed", type=int, default=12)
     p.add_argument("--json", help="write the result here")
-    p.add_argument("--threads-one", type=int, help=argparse.SUPPRESS)  # the worker's
+    p.add_argument("--threads-one", help=argparse.SUPPRESS)  # the worker's setting, T or TxB
     args = p.parse_args()
     if args.threads_one is not None:
         worker(args)
@@ -116,20 +120,24 @@ def main():
               f"<repo>/.venv; run this script with <repo>/.venv/bin/python)", file=sys.stderr)
         return 3
     rows = []
-    for t in [int(x) for x in args.threads.split(",") if x.strip()]:
+    for t in [x.strip() for x in args.threads.split(",") if x.strip()]:
+        torch_t, _, blas_t = t.partition("x")
+        if not torch_t.isdigit() or not (blas_t or torch_t).isdigit() or int(torch_t) < 1 or int(blas_t or torch_t) < 1:
+            print(f"--threads: '{t}' is not T or TxB (whole numbers >= 1)", file=sys.stderr)
+            return 2
         env = {k: v for k, v in os.environ.items() if k not in BAD_ENV}
-        env["OPENBLAS_NUM_THREADS"] = str(t)
-        env["OMP_NUM_THREADS"] = str(t)
+        env["OPENBLAS_NUM_THREADS"] = blas_t or torch_t
+        env["OMP_NUM_THREADS"] = torch_t
         cmd = [sys.executable, os.path.abspath(__file__), "--shape", args.shape, "--prompt", str(args.prompt),
                "--tokens", str(args.tokens), "--rounds", str(args.rounds), "--seed", str(args.seed),
-               "--threads-one", str(t)]
+               "--threads-one", t]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stdout + r.stderr, file=sys.stderr)
             return 1
         row = json.loads(r.stdout.strip().splitlines()[-1])
         rows.append(row)
-        print(f"transformers {args.shape} fp32, {t} thread{'s' if t > 1 else ''}: {row['tokens_per_s']:.2f} tokens/s "
+        print(f"transformers {args.shape} fp32, threads {t} (torch x OpenBLAS): {row['tokens_per_s']:.2f} tokens/s "
               f"(decode, median of {args.rounds}; prefill + first token {row['prefill_and_first_ms']:.1f} ms)",
               flush=True)
     best = max(rows, key=lambda r: r["tokens_per_s"])

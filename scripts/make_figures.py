@@ -965,8 +965,7 @@ def fig_lesson11_bpe():
 #                   {"method": "full", "rank": null, ...}]}}}
 L12_COMMANDS = {
     "lesson12-speed.json": "nnlab lesson12 --part speed --json docs/benchmarks/lesson12-speed.json",
-    "lesson12-vs-transformers.json": "the transformers generate() peer of lesson 12 (see "
-                                     "lessons/12-real-models/README.md, 'What to run')",
+    "lesson12-vs-transformers.json": "NNLAB_HF_PYTHON=.venv/bin/python PARTS=peer scripts/bench_lesson12.sh",
     "lesson12-lora.json": "nnlab lesson12 --part lora --json docs/benchmarks/lesson12-lora.json",
 }
 
@@ -1060,7 +1059,12 @@ def fig_lesson12_speed():
 def fig_lesson12_vs_transformers():
     name = "lesson12-vs-transformers.json"
     rec, top = _l12_record(name)
-    rows = _l12_rows(name, top, "rows", ["model", "format", "ours_tokens_per_s", "transformers_tokens_per_s"])
+    # scripts/bench_lesson12.sh writes shapes[]: {shape, transformers: {tokens_per_s},
+    # ours: {format: {tokens_per_s, ratio}}}; one bar row per (shape, format), transformers in fp32 only
+    shapes = _l12_rows(name, top, "shapes", ["shape", "transformers", "ours"])
+    rows = [{"model": sh["shape"], "format": f_, "ours_tokens_per_s": o["tokens_per_s"],
+             "transformers_tokens_per_s": sh["transformers"]["tokens_per_s"] if f_ == "fp32" else None}
+            for sh in shapes for f_, o in sh["ours"].items()]
     models = list(dict.fromkeys(r["model"] for r in rows))
     formats = list(dict.fromkeys(r["format"] for r in rows))
     at = {(r["model"], r["format"]): r for r in rows}
@@ -1088,33 +1092,37 @@ def fig_lesson12_vs_transformers():
 
 
 def fig_lesson12_lora():
+    # lessons/12-real-models/lora_part.h: parts.lora.runs[] with method ("full" | "lora"),
+    # rank (0 for full), trainable_params, val_new_before/after (the new domain),
+    # val_old_before/after (the old one: forgetting)
     name = "lesson12-lora.json"
     rec, lora = _l12_record(name, "lora")
-    rows = _l12_rows(name, lora, "rows", ["method", "rank", "trainable_params", "val_loss"])
+    rows = _l12_rows(name, lora, "runs", ["method", "rank", "trainable_params", "val_new_before", "val_new_after",
+                                          "val_old_after"])
     ranked = sorted((r for r in rows if r["method"] == "lora"), key=lambda r: r["rank"])
     full = [r for r in rows if r["method"] == "full"]
     if not ranked:
-        raise SystemExit(f"docs/benchmarks/{name}: no rows with method 'lora' (remake it: `{L12_COMMANDS[name]}`)")
+        raise SystemExit(f"docs/benchmarks/{name}: no runs with method 'lora' (remake it: `{L12_COMMANDS[name]}`)")
     p = plt()
     fig, (a1, a2) = p.subplots(1, 2, figsize=(9.5, 3.6))
     ranks = [r["rank"] for r in ranked]
-    a1.plot(ranks, [r["val_loss"] for r in ranked], "o-", ms=4, label="LoRA")
+    a1.plot(ranks, [r["val_new_after"] for r in ranked], "o-", ms=4, label="LoRA: new domain")
+    a1.plot(ranks, [r["val_old_after"] for r in ranked], "s--", ms=4, label="LoRA: old domain (forgetting)")
     a2.plot(ranks, [r["trainable_params"] for r in ranked], "o-", ms=4, label="LoRA")
     for r in full:
-        a1.axhline(r["val_loss"], color="k", ls="--", lw=0.8, label="full fine-tuning")
+        a1.axhline(r["val_new_after"], color="k", ls="--", lw=0.8, label="full fine-tuning: new domain")
+        a1.axhline(r["val_old_after"], color="k", ls=":", lw=0.8, label="full fine-tuning: old domain")
         a2.axhline(r["trainable_params"], color="k", ls="--", lw=0.8, label="full fine-tuning")
-    base = lora.get("base_val_loss")
-    if isinstance(base, (int, float)):
-        a1.axhline(base, color="0.6", ls=":", lw=0.8, label="before fine-tuning")
+    a1.axhline(ranked[0]["val_new_before"], color="0.6", ls="-.", lw=0.8, label="new domain before fine-tuning")
     for a in (a1, a2):
         a.set_xscale("log", base=2)
         a.set_xticks(ranks)
         a.set_xticklabels([str(r) for r in ranks])
         a.set_xlabel("rank r")
         a.grid(alpha=0.3, which="both")
-        a.legend(fontsize=7)
-    a1.set_ylabel("validation loss (new domain)")
-    a1.set_title("validation loss after the same number of steps")
+        a.legend(fontsize=6.5)
+    a1.set_ylabel("validation loss (nats/char)")
+    a1.set_title("after the same steps and batches")
     a2.set_yscale("log")
     a2.set_ylabel("trainable parameters")
     a2.set_title("what is trained: r (in + out) per adapted matrix")
@@ -1159,7 +1167,7 @@ FIGURES = {
 # Figures whose records are still being measured (issue 22: lesson 12's records are made where a
 # machine is free). --check reports them as pending instead of failing, as long as no text shows
 # their PNG yet; once a record exists it is checked like any other. Empty this set when they land.
-PENDING_RECORDS = {"lesson12-speed.json", "lesson12-vs-transformers.json", "lesson12-lora.json"}
+PENDING_RECORDS = set()
 
 
 def texts():

@@ -1,70 +1,23 @@
-// Lesson 11: the options, the part dispatcher and what the parts share (the --json record).
+// Lesson 11: the options, the table of parts (lessons/common/parts.h runs them and writes --json).
 // The parts live in their own files: bpe_part.cpp, norm_part.cpp, rope_part.cpp,
 // swiglu_part.cpp, flash_part.cpp.
 #include "lessons/11-modern/modern_lesson.h"
 
-#include <omp.h>
-
-#include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
-#include <sstream>
-#include <utility>
 
 #include "kernels/harness.h"
-#include "nn/check.h"
+#include "lessons/common/parts.h"
 #include "nn/cli_checks.h"
 
 namespace lesson11 {
 
 namespace {
 
-// The parts' JSON objects in the order they ran (a part run twice keeps its last).
-std::vector<std::pair<std::string, std::string>>& records() {
-  static std::vector<std::pair<std::string, std::string>> r;
-  return r;
-}
-
-std::string machine_json(const Options& opts) {
-  std::ostringstream os;
-  os << "{" << kernels::harness::json_fields(kernels::harness::machine_info())
-     << ", \"quick\": " << (opts.quick ? "true" : "false") << "}";
-  return os.str();
-}
-
-void write_json(const Options& opts) {
-  namespace fs = std::filesystem;
-  const fs::path path(opts.json);
-  if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    NN_CHECK(f.good(), "cannot write " << tmp.string());
-    f << "{\"schema\": \"nnlab-lesson11/1\", \"machine\": " << machine_json(opts)
-      << ", \"quick\": " << (opts.quick ? "true" : "false") << ", \"parts\": {";
-    bool first = true;
-    for (const auto& [part, json] : records()) {
-      f << (first ? "\n  " : ",\n  ") << kernels::harness::json_string(part) << ": " << json;
-      first = false;
-    }
-    f << "\n}}\n";
-    NN_CHECK(f.good(), "writing " << tmp.string() << " failed");
-  }
-  fs::rename(tmp, path);
-  std::cout << "wrote " << path.string() << "\n";
-}
-
 // The parts, in the order --part all runs them. Adding a part: one line here, its
-// declaration in modern_lesson.h, its file in lessons/CMakeLists.txt.
-struct Part {
-  const char* name;
-  int (*run)(const Options&);
-};
-const std::vector<Part>& parts() {
-  static const std::vector<Part> p = {
+// declaration in the lesson's header, its file in lessons/CMakeLists.txt.
+const std::vector<lessons::Part<Options>>& parts() {
+  static const std::vector<lessons::Part<Options>> p = {
       {"bpe", run_bpe_part},
       {"norm", run_norm_part},
       {"rope", run_rope_part},
@@ -78,28 +31,12 @@ const std::vector<Part>& parts() {
 
 }  // namespace
 
-void record_part(const std::string& part, const std::string& json) {
-  for (auto& r : records()) {
-    if (r.first == part) {
-      r.second = json;
-      return;
-    }
-  }
-  records().emplace_back(part, json);
-}
-
 std::string jnum(double v) { return kernels::harness::json_number(v, 6); }
 
 int channels_of(const Options& opts) { return opts.channels > 0 ? opts.channels : (opts.quick ? 64 : 768); }
 
 void add_options(CLI::App& app, Options& o) {
-  std::vector<std::string> names;
-  for (const Part& p : parts()) names.emplace_back(p.name);
-  std::string help = "Which part:";
-  for (const std::string& n : names) help += " " + n + ",";
-  help += " or all";
-  names.emplace_back("all");
-  app.add_option("--part", o.part, help)->check(CLI::IsMember(names))->capture_default_str();
+  lessons::add_part_option(app, o.part, parts());
   app.add_option("--data", o.data, "Text corpus (default: Tiny Shakespeare, else a Debian text)");
   app.add_flag("--quick", o.quick, "Small sizes everywhere (seconds; also NNLAB_QUICK=1)");
   app.add_option("--threads", o.threads, "OpenMP threads (0: the default)")->check(nn::ThreadCount())->capture_default_str();
@@ -137,20 +74,6 @@ void add_options(CLI::App& app, Options& o) {
   });
 }
 
-int run(const Options& opts) {
-  if (opts.threads > 0) omp_set_num_threads(opts.threads);
-  records().clear();
-  bool first = true;
-  for (const Part& p : parts()) {
-    if (opts.part != p.name && opts.part != "all") continue;
-    if (!first) std::cout << "\n";
-    first = false;
-    std::cout.flush();
-    if (const int rc = p.run(opts); rc != 0) return rc;
-    std::fflush(stdout);
-  }
-  if (!opts.json.empty()) write_json(opts);
-  return 0;
-}
+int run(const Options& opts) { return lessons::run_parts(opts, parts(), "nnlab-lesson11/1"); }
 
 }  // namespace lesson11

@@ -42,6 +42,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lessons/common/parts.h"
+
 #include <string>
 #include <vector>
 
@@ -86,8 +88,8 @@ int run_flash_part(const Options& opts);   // flash_part.cpp
 int run_compare_part(const Options& opts); // compare_part.cpp
 
 // ---- shared by the parts (modern_lesson.cpp) ----------------------------------------------
-// Keeps a part's JSON object (its fields, "{...}") for --json; run() writes them all at the end.
-void record_part(const std::string& part, const std::string& json);
+// Keeps a part's JSON object (its fields, "{...}") for --json (lessons/common/parts.h).
+using lessons::record_part;
 // A JSON number (null when not finite), as the records write them.
 std::string jnum(double v);
 // C for the parts that take one: --channels, else 768 (64 with --quick).

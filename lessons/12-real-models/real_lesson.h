@@ -18,6 +18,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lessons/common/parts.h"
+
 #include <cstdint>
 #include <string>
 
@@ -47,8 +49,8 @@ int run_speed_part(const Options& opts);  // speed_part.cpp
 int run_lora_part(const Options& opts);   // lora_part.cpp
 
 // ---- shared by the parts (real_lesson.cpp) ------------------------------------------------
-// Keeps a part's JSON object (its fields, "{...}") for --json; run() writes them all at the end.
-void record_part(const std::string& part, const std::string& json);
+// Keeps a part's JSON object (its fields, "{...}") for --json (lessons/common/parts.h).
+using lessons::record_part;
 // A JSON number (null when not finite), as the records write them.
 std::string jnum(double v);
 
