@@ -304,12 +304,15 @@ for name, cmd in made_by.items():
     if name == "lesson12-speed.json":
         plot_speed(rec["parts"]["speed"], "docs/benchmarks/lesson12-speed.json")
     elif name == "lesson12-vs-transformers.json":
-        print_table(["model", "format", "ours tok/s", "transformers tok/s"],
-                    [[r["model"], r["format"], r["ours_tokens_per_s"], r["transformers_tokens_per_s"]] for r in rec["rows"]])
+        # scripts/bench_lesson12.sh: shapes[] with transformers' fp32 tokens/s and ours per format
+        print_table(["model", "format", "ours tok/s", "transformers fp32 tok/s", "ours / theirs"],
+                    [[sh["shape"], f, round(o["tokens_per_s"], 2), round(sh["transformers"]["tokens_per_s"], 2),
+                      f"{o['ratio']:.2f}x"] for sh in rec["shapes"] for f, o in sh["ours"].items()])
     else:
-        rows = rec["parts"]["lora"].get("rows", [])
-        print_table(["method", "rank", "trainable", "val loss"],
-                    [[r.get("method"), r.get("rank"), r.get("trainable_params"), r.get("val_loss")] for r in rows])
+        # lessons/12-real-models/lora_part.h: parts.lora.runs[]
+        print_table(["method", "rank", "trainable", "AdamW bytes", "ms/step", "val new", "val old"],
+                    [[r["method"], r["rank"], r["trainable_params"], r["optimizer_bytes"], round(r["ms_per_step"], 1),
+                      round(r["val_new_after"], 4), round(r["val_old_after"], 4)] for r in rec["parts"]["lora"]["runs"]])
 # the figures made from them: /usr/bin/python3 scripts/make_figures.py --only lesson12'''
 
 nb = new_notebook()
