@@ -207,7 +207,7 @@ struct Loaded {
 // prefix the hub's gpt2 file lacks.
 std::map<std::string, Loaded> read_tensors(const std::string& dir, const GPTConfig& c) {
   std::map<std::string, Loaded> all;
-  const nn::LoadOptions opts{nn::NonFinite::Refuse, kMaxHfFileBytes};
+  const nn::LoadOptions opts{nn::NonFinite::Refuse, kMaxHfFileBytes, /*half_precision=*/true};
   const auto add = [&](const std::string& file, nn::SafetensorsFile f, const std::map<std::string, std::string>* index) {
     for (auto& [raw, t] : f.tensors) {
       std::string name = raw;

@@ -587,7 +587,7 @@ std::string offsets_str(const Entry& e) {
 }
 
 // One tensor's header entry: {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}.
-Entry parse_entry(const std::string& path, const std::string& name, const Json& v) {
+Entry parse_entry(const std::string& path, const std::string& name, const Json& v, bool half_precision) {
   const std::string where = "checkpoint " + path + ": tensor '" + name + "'";
   const std::string hint = ": the file is corrupt or was not written by a safetensors writer";
   NN_CHECK(v.kind == Json::Kind::Object,
@@ -603,10 +603,15 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
            where << " lacks one of dtype, shape, data_offsets" << hint);
   NN_CHECK(dtype->kind == Json::Kind::String, where << ": dtype is " << kind_name(dtype->kind)
                                                     << ", expected a string" << hint);
-  NN_CHECK(dtype->str == "F32" || dtype->str == "F16" || dtype->str == "BF16",
+  const bool half = dtype->str == "F16" || dtype->str == "BF16";
+  NN_CHECK(dtype->str == "F32" || (half && half_precision),
            where << " has dtype " << dtype->str
-                 << "; nnlab reads only F32 (float32), F16 and BF16 tensors (converted to float32 on load): "
-                    "convert the checkpoint to float32 first (in PyTorch: t.float())");
+                 << (half_precision
+                         ? "; nnlab reads only F32 (float32), F16 and BF16 tensors (converted to float32 on load): "
+                           "convert the checkpoint to float32 first (in PyTorch: t.float())"
+                         : "; an nnlab checkpoint holds only F32 (float32) tensors (F16 and BF16 are read from "
+                           "Hugging Face model directories: gpt/hf.h): convert it to float32 first (in PyTorch: "
+                           "t.float())"));
 
   Entry e;
   e.name = name;
@@ -867,7 +872,7 @@ SafetensorsFile read_safetensors(const std::string& path, const LoadOptions& opt
       }
       continue;
     }
-    entries.push_back(parse_entry(path, root.keys[i], v));
+    entries.push_back(parse_entry(path, root.keys[i], v, options.half_precision));
   }
 
   // The data section must be covered exactly: in bounds, no overlap, no gap, nothing after.

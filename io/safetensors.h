@@ -61,6 +61,10 @@ inline constexpr uint64_t kMaxCheckpointBytes = 8ULL << 30;  // 8 GiB
 struct LoadOptions {
   NonFinite non_finite = NonFinite::Refuse;
   uint64_t max_bytes = kMaxCheckpointBytes;
+  // F16 and BF16 tensors, converted exactly to float: Hugging Face weights (gpt/hf.h). Off
+  // for nnlab's own checkpoints, which are F32 only: a half-precision tensor there is a file
+  // someone else changed, refused by name rather than trained from.
+  bool half_precision = false;
 };
 
 // A file's tensors as plain arrays, in float32 whatever the file stored (nn::load_safetensors in nn/checkpoint.h turns them into
@@ -79,7 +83,7 @@ struct SafetensorsFile {
 };
 
 // Validates everything: file size within max_bytes, header length within the file, JSON
-// well-formed, dtype F32, F16 or BF16 (the last two converted to float), offsets in order,
+// well-formed, dtype F32 (F16 or BF16 too with options.half_precision: converted to float), offsets in order,
 // inside the data section and matching the shape, both checksums if present, finite values (unless Allow).
 // Throws nn::Error naming the file and the problem.
 SafetensorsFile read_safetensors(const std::string& path, const LoadOptions& options = {});

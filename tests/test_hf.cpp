@@ -241,10 +241,14 @@ TEST_CASE("hf: generation_config.json gives eos, bos and the sampling defaults",
 TEST_CASE("hf: F16 and BF16 tensors convert exactly to float", "[hf][checkpoint]") {
   TempDir tmp("hf");
   const std::string path = tmp.file("h.safetensors");
+  // what gpt/hf.h reads Hugging Face weights with (nnlab's own checkpoints refuse F16/BF16:
+  // tests/test_checkpoint.cpp)
+  nn::LoadOptions half;
+  half.half_precision = true;
   // half: 1, -2, 1/3 rounded, 65504 (largest), 2^-14 (smallest normal), 2^-24 (smallest
   // subnormal), 1023 * 2^-24 (largest subnormal), -0
   write_raw(path, "F16", 8, le16({0x3C00, 0xC000, 0x3555, 0x7BFF, 0x0400, 0x0001, 0x03FF, 0x8000}));
-  nn::SafetensorsFile f = nn::read_safetensors(path);
+  nn::SafetensorsFile f = nn::read_safetensors(path, half);
   REQUIRE(f.tensors.at("w").dtype == "F16");
   const std::vector<float> want_h = {1.0f, -2.0f, 0.333251953125f, 65504.0f, std::ldexp(1.0f, -14),
                                      std::ldexp(1.0f, -24), 1023.0f * std::ldexp(1.0f, -24), -0.0f};
@@ -252,7 +256,7 @@ TEST_CASE("hf: F16 and BF16 tensors convert exactly to float", "[hf][checkpoint]
   REQUIRE(std::signbit(f.tensors.at("w").data[7]));
   // bfloat16: 1, -3, 2^-133 (a float subnormal), the largest bf16, 1 + 2^-7
   write_raw(path, "BF16", 5, le16({0x3F80, 0xC040, 0x0001, 0x7F7F, 0x3F81}));
-  f = nn::read_safetensors(path);
+  f = nn::read_safetensors(path, half);
   REQUIRE(f.tensors.at("w").dtype == "BF16");
   const std::vector<float> want_b = {1.0f, -3.0f, std::ldexp(1.0f, -133), 3.3895313892515355e38f, 1.0078125f};
   REQUIRE(f.tensors.at("w").data == want_b);
@@ -265,14 +269,14 @@ TEST_CASE("hf: F16 and BF16 tensors convert exactly to float", "[hf][checkpoint]
     const float want = static_cast<float>((bits & 0x8000) ? -mag : mag);
     if (bits % 97 != 0 && e != 0 && e != 30 && e != 1) continue;  // a sample, plus every edge exponent
     write_raw(path, "F16", 1, le16({static_cast<uint16_t>(bits)}));
-    const float got = nn::read_safetensors(path).tensors.at("w").data[0];
+    const float got = nn::read_safetensors(path, half).tensors.at("w").data[0];
     INFO("half 0x" << std::hex << bits);
     REQUIRE(got == want);
   }
   write_raw(path, "F16", 2, le16({0x3C00, 0x7C00}));
-  REQUIRE_THAT(error_of([&] { nn::read_safetensors(path); }), Contains("tensor 'w' holds inf"));
+  REQUIRE_THAT(error_of([&] { nn::read_safetensors(path, half); }), Contains("tensor 'w' holds inf"));
   write_raw(path, "BF16", 2, le16({0x3C00, 0x7FC0}));
-  REQUIRE_THAT(error_of([&] { nn::read_safetensors(path); }), Contains("tensor 'w' holds nan"));
+  REQUIRE_THAT(error_of([&] { nn::read_safetensors(path, half); }), Contains("tensor 'w' holds nan"));
 }
 
 TEST_CASE("hf: a model stored in F16 loads as its float values and says so", "[hf]") {
