@@ -88,15 +88,6 @@ AnyModel load_any(const std::string& path) {
   return m;
 }
 
-kernels::WeightFormat parse_format(const std::string& f) {
-  if (f == "f32" || f == "fp32") return kernels::WeightFormat::f32;
-  if (f == "bf16") return kernels::WeightFormat::bf16;
-  if (f == "int8") return kernels::WeightFormat::int8;
-  if (f == "int4") return kernels::WeightFormat::int4;
-  NN_CHECK(false, "--format " << f << ": expected f32, bf16, int8 or int4");
-  return kernels::WeightFormat::f32;
-}
-
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
   std::string tok;
@@ -221,7 +212,7 @@ int run_generate(const GenerateCliOptions& o) {
   g.top_k = given(o.top_k_opt) ? o.top_k : m.top_k;
   g.top_p = given(o.top_p_opt) ? o.top_p : m.top_p;
   g.eos_id = o.no_eos ? -1 : m.eos_id;
-  const kernels::WeightFormat fmt = parse_format(o.format);
+  const kernels::WeightFormat fmt = kernels::parse_format(o.format);
   auto be = make_backend(o.backend);
 
   std::vector<int32_t> out;
@@ -284,7 +275,7 @@ int run_perplexity(const PerplexityCliOptions& o) {
   const int ctx = o.context > 0 ? std::min(o.context, c.block_size) : c.block_size;
   const int stride = o.stride > 0 ? std::min(o.stride, ctx) : ctx;
   NN_CHECK(ctx >= 2, "--context must be at least 2 tokens");
-  const kernels::WeightFormat fmt = parse_format(o.format);
+  const kernels::WeightFormat fmt = kernels::parse_format(o.format);
   auto be = make_backend(o.backend);
   const InferenceModel packed = pack_model(m.model, fmt, be->memory());
   Decoder dec(packed, *be);

@@ -174,20 +174,27 @@ void lora_init(LoraAdapters& ad, uint64_t seed) {
   ad.adam_t = 0;
 }
 
+namespace {
+
+// The adapters fit the model: the shape they were made for, in the model's memory.
+void check_fits(const LoraAdapters& ad, const GPT& model) {
+  const GPTConfig& a = ad.base;
+  const GPTConfig& b = model.config;
+  NN_CHECK(a.arch == b.arch && a.n_layer == b.n_layer && a.n_embd == b.n_embd && qkv_channels(a) == qkv_channels(b) &&
+               fc_channels(a) == fc_channels(b) && mlp_hidden(a) == mlp_hidden(b),
+           "LoRA: the adapters were made for another model shape (" << arch_name(a.arch) << " L=" << a.n_layer
+                                                                    << " C=" << a.n_embd << ", the model is "
+                                                                    << arch_name(b.arch) << " L=" << b.n_layer
+                                                                    << " C=" << b.n_embd << ")");
+  NN_CHECK(&ad.params.memory() == &gpt_memory(model),
+           "LoRA: the adapters are in " << ad.params.memory().where() << ", the model in "
+                                        << gpt_memory(model).where());
+}
+
+}  // namespace
+
 void lora_attach(GPT& model, LoraAdapters* ad) {
-  if (ad != nullptr) {
-    const GPTConfig& a = ad->base;
-    const GPTConfig& b = model.config;
-    NN_CHECK(a.arch == b.arch && a.n_layer == b.n_layer && a.n_embd == b.n_embd && qkv_channels(a) == qkv_channels(b) &&
-                 fc_channels(a) == fc_channels(b) && mlp_hidden(a) == mlp_hidden(b),
-             "LoRA: the adapters were made for another model shape (" << arch_name(a.arch) << " L=" << a.n_layer
-                                                                      << " C=" << a.n_embd << ", the model is "
-                                                                      << arch_name(b.arch) << " L=" << b.n_layer
-                                                                      << " C=" << b.n_embd << ")");
-    NN_CHECK(&ad->params.memory() == &gpt_memory(model),
-             "LoRA: the adapters are in " << ad->params.memory().where() << ", the model in "
-                                          << gpt_memory(model).where());
-  }
+  if (ad != nullptr) check_fits(*ad, model);
   model.lora = ad;
 }
 
@@ -254,13 +261,7 @@ StepResult lora_train_step(GPT& model, Backend& be, const std::vector<MicroBatch
   ad.grads.zero();
   r.loss = accumulate_gradients(model, be, micro, B, T, o);  // the adapters' gradients (the base is frozen)
   // the adapters' gradient norm, clipped as gpt_clip_grad_norm clips the model's
-  const double norm = std::sqrt(be.sum_squares(ad.grads.data(), ad.num_params));
-  NN_CHECK(std::isfinite(norm), "the adapters' gradient norm is " << norm << ": training diverged (try a lower "
-                                                                  << "learning rate)");
-  if (o.grad_clip > 0.0f && norm > o.grad_clip) {
-    be.scale(ad.grads.data(), static_cast<float>(o.grad_clip / (norm + 1e-6)), ad.num_params);
-  }
-  r.grad_norm = static_cast<float>(norm);
+  r.grad_norm = clip_grad_norm(be, ad.grads.data(), ad.num_params, o.grad_clip, "the adapters' gradient norm");
   ad.adam_t += 1;
   be.adamw_update(ad.params.data(), ad.grads.data(), ad.m.data(), ad.v.data(), ad.num_params, o.lr, o.adamw.beta1,
                   o.adamw.beta2, o.adamw.eps, o.adamw.weight_decay, ad.adam_t);
@@ -337,9 +338,7 @@ void lora_merge(GPT& model, const LoraAdapters& ad) {
   NN_CHECK(model.lora == nullptr, "lora_merge: detach the adapters first (lora_attach(model, nullptr)): an attached "
                                   "adapter would be added twice");
   NN_CHECK(gpt_memory(model).is_host(), "lora_merge: the model must be in host memory (gpt_move_to)");
-  LoraAdapters* probe = const_cast<LoraAdapters*>(&ad);
-  lora_attach(model, probe);  // the same shape checks
-  model.lora = nullptr;
+  check_fits(ad, model);
   const std::vector<float> host = ad.params.to_vector();
   const int r = ad.config.rank;
   for (const LoraSite& s : ad.sites) {

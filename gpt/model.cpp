@@ -751,14 +751,16 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
   be.encoder_backward(G.wte, G.wpe, dencoded, d_inputs, B, T, C, V);
 }
 
-float gpt_clip_grad_norm(GPT& model, Backend& be, float max_norm) {
-  const double norm = std::sqrt(be.sum_squares(model.grads_memory.data(), model.num_params));
-  NN_CHECK(std::isfinite(norm), "the gradient norm is " << norm << ": training diverged (try a lower "
-                                                         << "learning rate or stronger clipping)");
-  if (max_norm > 0.0f && norm > max_norm) {
-    be.scale(model.grads_memory.data(), static_cast<float>(max_norm / (norm + 1e-6)), model.num_params);
-  }
+float clip_grad_norm(Backend& be, float* grads, int64_t n, float max_norm, const char* what) {
+  const double norm = std::sqrt(be.sum_squares(grads, n));
+  NN_CHECK(std::isfinite(norm), what << " is " << norm << ": training diverged (try a lower "
+                                     << "learning rate or stronger clipping)");
+  if (max_norm > 0.0f && norm > max_norm) be.scale(grads, static_cast<float>(max_norm / (norm + 1e-6)), n);
   return static_cast<float>(norm);
+}
+
+float gpt_clip_grad_norm(GPT& model, Backend& be, float max_norm) {
+  return clip_grad_norm(be, model.grads_memory.data(), model.num_params, max_norm, "the gradient norm");
 }
 
 void gpt_adamw_step(GPT& model, Backend& be, const AdamWConfig& cfg, float lr) {

@@ -556,6 +556,8 @@ void gpt_backward(GPT& model, Backend& be, float dloss = 1.0f);
 // the gradients by max_norm / (norm + 1e-6) (torch.nn.utils.clip_grad_norm_).
 // nn::Error when the norm is not finite.
 float gpt_clip_grad_norm(GPT& model, Backend& be, float max_norm);
+// The same over any n gradients (gpt/lora.h: the adapters'); `what` names the norm in the error.
+float clip_grad_norm(Backend& be, float* grads, int64_t n, float max_norm, const char* what);
 // One AdamW step at learning rate lr over every parameter tensor (decay per kParams).
 void gpt_adamw_step(GPT& model, Backend& be, const AdamWConfig& cfg, float lr);
 

@@ -1,5 +1,6 @@
-// tests/gradcheck_test_util.h: what the ops' gradient-check tests share (random inputs in
-// double, a dot product, and the check that a gradient is right AND not trivially zero).
+// tests/gradcheck_test_util.h: what the gradient-check tests share (random inputs in
+// double, a dot product, the check that a gradient is right AND not trivially zero, and the
+// central difference of a whole model's loss in one of its float parameters).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -11,6 +12,19 @@
 #include "nn/rng.h"
 
 namespace testing {
+
+// (f(p + h) - f(p - h)) / 2h with p changed in place and restored: the derivative of a scalar
+// function (a model's loss, a dot product with the output) in one float it reads.
+template <class F>
+double central_difference(float& p, float h, F&& f) {
+  const float saved = p;
+  p = saved + h;
+  const double fp = f();
+  p = saved - h;
+  const double fm = f();
+  p = saved;
+  return (fp - fm) / (2.0 * h);
+}
 
 // n draws of scale * N(0, 1).
 inline std::vector<double> normal_vec(nn::Rng& rng, size_t n, double scale = 1.0) {

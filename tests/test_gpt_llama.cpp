@@ -22,6 +22,7 @@
 #include "gpt/train.h"
 #include "nn/checkpoint.h"
 #include "nn/rng.h"
+#include "tests/gradcheck_test_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -154,16 +155,10 @@ TEST_CASE("gpt llama: backward matches finite differences of the whole model (fl
     for (const auto& s : m.slices) {
       for (int k = 0; k < 3; ++k) {
         const int64_t i = s.offset + static_cast<int64_t>(rng.below(static_cast<uint32_t>(s.numel)));
-        float& p = m.params_memory[static_cast<size_t>(i)];
-        const float saved = p, h = 1e-2f;
-        p = saved + h;
-        gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
-        const double lp = m.mean_loss;
-        p = saved - h;
-        gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
-        const double lm = m.mean_loss;
-        p = saved;
-        const double numeric = (lp - lm) / (2.0 * h);
+        const double numeric = testing::central_difference(m.params_memory[static_cast<size_t>(i)], 1e-2f, [&] {
+          gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
+          return static_cast<double>(m.mean_loss);
+        });
         INFO(s.name << "[" << i - s.offset << "] analytic " << grads[static_cast<size_t>(i)] << " numeric " << numeric);
         CHECK(std::fabs(grads[static_cast<size_t>(i)] - numeric) <= 2e-3 + 0.05 * std::fabs(numeric));
         ++checked;

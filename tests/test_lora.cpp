@@ -18,6 +18,7 @@
 #include "io/safetensors.h"
 #include "nn/check.h"
 #include "nn/rng.h"
+#include "tests/gradcheck_test_util.h"
 
 namespace {
 
@@ -104,13 +105,7 @@ TEST_CASE("lora: one adapted Linear layer's dx, dA and dB match finite differenc
     gpt::lora_linear_backward(ad, *be, dx.data(), dout.data(), x.data(), s.which, s.layer, N);
     const std::vector<float> g = ad.grads.to_vector();
     auto check = [&](float& p, double analytic, const char* what, int64_t i) {
-      const float saved = p, h = 1e-2f;
-      p = saved + h;
-      const double fp = f();
-      p = saved - h;
-      const double fm = f();
-      p = saved;
-      const double numeric = (fp - fm) / (2.0 * h);
+      const double numeric = testing::central_difference(p, 1e-2f, f);
       INFO(what << "[" << i << "] analytic " << analytic << " numeric " << numeric);
       CHECK(std::fabs(analytic - numeric) <= 2e-3 + 1e-3 * std::fabs(numeric));
       return std::fabs(analytic);
@@ -145,16 +140,10 @@ TEST_CASE("lora: the whole model's dA and dB at every site match finite differen
         const int64_t n = start == s.a ? 2LL * s.in : 2LL * s.out;
         for (int k = 0; k < 3; ++k) {
           const int64_t i = start + static_cast<int64_t>(rng.below(static_cast<uint32_t>(n)));
-          float& p = ad.params[static_cast<size_t>(i)];
-          const float saved = p, h = 1e-2f;
-          p = saved + h;
-          gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
-          const double lp = m.mean_loss;
-          p = saved - h;
-          gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
-          const double lm = m.mean_loss;
-          p = saved;
-          const double numeric = (lp - lm) / (2.0 * h);
+          const double numeric = testing::central_difference(ad.params[static_cast<size_t>(i)], 1e-2f, [&] {
+            gpt::gpt_forward(m, *be, x.data(), y.data(), B, T);
+            return static_cast<double>(m.mean_loss);
+          });
           const double analytic = g[static_cast<size_t>(i)];
           INFO("layer " << s.layer << " " << gpt::linear_name(s.which) << (start == s.a ? " A" : " B") << "["
                         << i - start << "] analytic " << analytic << " numeric " << numeric);
