@@ -14,8 +14,9 @@ gpt2-355m, smollm-135m, and the tiny ones of --quick.
 
 Thread settings: each of --threads runs in its own process. "T" means torch.set_num_threads(T)
 and OPENBLAS_NUM_THREADS=T; "TxB" torch's T threads and OpenBLAS's B (at batch 1 the weights go
-through OpenBLAS's gemv, whose threads are its own: on this 2-core VM torch 1 x OpenBLAS 2 was
-the best, 16.8 tokens/s at GPT-2 124M against 11 for "1" and 5 for "2"). The best is the peer's
+through OpenBLAS's gemv, whose threads are its own: on the 2-core VM of
+docs/benchmarks/lesson12-vs-transformers.md torch 1 x OpenBLAS 2 was the best at every shape,
+e.g. 6.06 tokens/s at GPT-2 355M against 3.35 for "1"). The best is the peer's
 figure (all are recorded). OPENBLAS_CORETYPE
 and OPENBLAS_L2_SIZE are removed from the environment before torch loads (this workplace sets
 them, and they slow OpenBLAS). Needs torch and transformers (<repo>/.venv, scripts/setup.sh).
