@@ -34,7 +34,12 @@
 
 namespace gpt {
 
-std::string torch_python() { return NNLAB_TORCH_PYTHON; }
+// $NNLAB_TORCH_PYTHON, when set, overrides it at run time: a build copied to a GPU machine
+// whose PyTorch lives elsewhere (scripts/gpu_gpt.sh's TORCH_PYTHON) runs that peer.
+std::string torch_python() {
+  const char* env = std::getenv("NNLAB_TORCH_PYTHON");
+  return env != nullptr && *env != '\0' ? env : NNLAB_TORCH_PYTHON;
+}
 // Looked up at run time in the tree this program runs from (io/repo_paths.h): a moved or
 // copied tree runs its own script, the one that matches its C++ model.
 std::string torch_script() { return nn::find_in_repo("scripts/gpt_torch.py"); }

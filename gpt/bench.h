@@ -35,8 +35,8 @@ struct BenchOptions {
 double time_train_step(const TrainOptions& o, const std::string& backend, int iters, int warmup);
 double time_train_step(const TrainOptions& o, Backend& be, int iters, int warmup);
 
-// The Python that imports torch, as cmake/torch_python.cmake found it when this library was
-// built, and scripts/gpt_torch.py of the tree this program runs from (nn::find_in_repo:
+// The Python that imports torch: $NNLAB_TORCH_PYTHON when set, else the one
+// cmake/torch_python.cmake found when this library was built; and scripts/gpt_torch.py of the tree this program runs from (nn::find_in_repo:
 // above the executable first, then the tree it was built from); "" when there is none (the
 // PyTorch reference is skipped, saying why).
 std::string torch_python();

@@ -20,12 +20,15 @@
 # Knobs: everything scripts/gpu_bench.sh takes (SKIP_BUILD, SKIP_TESTS, QUICK, ...), and
 #   SKIP_KERNEL_BENCH=1          step 1 without the kernel benchmark (OPS= not needed)
 #   SKIP_LESSON10=1              without step 4 (lesson 10's kv, law and quant parts on the GPU)
+#   SKIP_GPT_BENCH=1             without steps 2 and 2b (the one-step benches)
 #   SKIP_LLAMA=1                 without step 2b (lesson 11's llama block, one profiled step)
 #   TRAIN_PRECISIONS="bf16 fp32" the training runs of step 3 (default: bf16 fp32)
 #   MAX_ITERS=5000               shorter runs to check the pipeline
 #   DATA=path/to/input.txt       Tiny Shakespeare (default: nnlab's own search, see io/text.h)
-#   TORCH_PYTHON=/usr/bin/python3  a Python with PyTorch+CUDA for the peer (default: the one
-#                                CMake found; without one the PyTorch rows are skipped, said so)
+#   TORCH_PYTHON=/usr/bin/python3  a Python with PyTorch+CUDA for the peer (passed to nnlab as
+#                                $NNLAB_TORCH_PYTHON; default: `python3` on PATH when its torch
+#                                sees a GPU, else the one CMake found; without one the PyTorch
+#                                rows are skipped, said so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build/gpu}
@@ -44,9 +47,16 @@ fi
 nnlab="$build/bin/nnlab"
 gpu=$("$nnlab" cuda info | sed -n '/^GPU found/,/^$/s/^  name  *//p' | head -1)
 slug=$(tr '[:upper:]' '[:lower:]' <<<"${gpu:-unknown-gpu}" | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
+if [[ -n "${TORCH_PYTHON:-}" ]]; then
+  export NNLAB_TORCH_PYTHON="$TORCH_PYTHON"
+elif python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  export NNLAB_TORCH_PYTHON="$(command -v python3)"  # a GPU image's PyTorch, wherever it lives
+fi
+echo "PyTorch peer: ${NNLAB_TORCH_PYTHON:-the Python CMake found}"
 model=(--n-layer 6 --n-head 6 --n-embd 384 --block-size 256 --batch-size 64 --dropout 0.2 --bias false)
 
 # ---- 2. one training step: ours vs PyTorch, and where the time goes --------------------------------
+if [[ -z "${SKIP_GPT_BENCH:-}" ]]; then
 say "nnlab gpt bench: cuda fp32/tf32/bf16 vs PyTorch eager and torch.compile on $gpu"
 "$nnlab" gpt bench "${model[@]}" --backends cuda:fp32,cuda:tf32,cuda:bf16 --profile --iters "${ITERS:-30}" \
   --warmup 10 --json "docs/benchmarks/gpt-cuda-$slug.json" --markdown "$logs/bench.md" 2>&1 | tee "$logs/bench.txt"
@@ -74,6 +84,8 @@ if [[ -z "${SKIP_LLAMA:-}" ]]; then
     echo "Produced by \`bash scripts/gpu_gpt.sh\` (step 2b) on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), device: $gpu."
   } > "docs/benchmarks/gpt-cuda-llama-$slug.md"
 fi
+
+fi  # SKIP_GPT_BENCH
 
 # ---- 3. the nanoGPT Shakespeare run ------------------------------------------------------------------
 train_md="docs/benchmarks/gpt-cuda-train-$slug.md"
