@@ -34,6 +34,7 @@
 #include "lessons/10-inference/inference_lesson.h"
 #include "lessons/11-modern/modern_lesson.h"
 #include "lessons/12-real-models/real_lesson.h"
+#include "lessons/13-control/control_lesson.h"
 #include "lessons/common/cli.h"
 
 namespace {
@@ -95,6 +96,8 @@ const Command kCommands[] = {
      with_options(lesson11::add_options, lesson11::run)},
     {"lesson12", "Lesson 12: real models; Hugging Face checkpoints in and out, GPT-2 and Llama weights, LoRA",
      with_options(lesson12::add_options, lesson12::run)},
+    {"lesson13", "Lesson 13: a network in the control loop; soft sensor, MPC, fault detection, C99 export",
+     with_options(lesson13::add_options, lesson13::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},
     {"generate", "Generate text with any loaded model: a Hugging Face directory or a checkpoint (lesson 12)",
