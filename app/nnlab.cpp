@@ -20,6 +20,7 @@
 #include "app/check.h"
 #include "app/cuda.h"
 #include "app/info.h"
+#include "gpt/backend_cuda.h"
 #include "gpt/cli.h"
 #include "gpt/hf_cli.h"
 #include "lessons/01-neuron/neuron.h"
@@ -35,6 +36,7 @@
 #include "lessons/11-modern/modern_lesson.h"
 #include "lessons/12-real-models/real_lesson.h"
 #include "lessons/13-control/control_lesson.h"
+#include "kernels/cuda/bench/cublas.h"
 #include "lessons/common/cli.h"
 
 namespace {
@@ -140,6 +142,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The trainer's tf32/bf16 MFU against cuBLAS's rate when it is higher than our own rung's
+  // (gpt/backend_cuda.h): the front door links cuBLAS through the bench; the trainer does not.
+  gpt::set_tensor_core_peak(&kernels::cuda::bench::tensor_core_peak);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

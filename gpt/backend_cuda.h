@@ -51,6 +51,16 @@ std::unique_ptr<Backend> make_cuda_backend(kernels::cuda::Device& device, const 
 // backend's scratch, kept alive by every copy of the table.
 Backend cuda_backend(kernels::cuda::Device& device, const std::string& precision);
 
+// The tensor-core peak the MFU of tf32 and bf16 is measured against. By default the trainer's
+// own matmul rung at 4096^3 (what our kernels do at their best); a program that links a faster
+// library's GEMM (app/nnlab.cpp links cuBLAS through kernels/cuda/bench/cublas.h, which the
+// trainer itself must not depend on) installs it here, and the larger of the two is used, so
+// an MFU is against the best this GPU was measured to do, and a peer using cuBLAS (PyTorch)
+// cannot land above 100%. fn(device, "tf32" | "bf16", &what) returns FLOP/s, 0 when it cannot
+// measure (what says why).
+using TensorCorePeakFn = double (*)(kernels::cuda::Device& device, const std::string& precision, std::string* what);
+void set_tensor_core_peak(TensorCorePeakFn fn);
+
 // Which version of which kernel the backend calls for each of its ops, for the lesson and
 // the logs: {"matmul (forward, dinp, dweight)", "matmul v11 any layout (BF16)"}, ...
 // (Backend::rungs; nn::Error for a table that has none, i.e. not the cuda backend.)

@@ -164,7 +164,8 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     std::string note;
   };
   std::vector<Row> rows;
-  std::map<std::string, double> peak_of;  // precision -> the peak measured for it
+  std::map<std::string, double> peak_of;         // precision -> the peak measured for it
+  std::map<std::string, std::string> peak_what;  // precision -> what that peak is
   struct BackendProfile {
     std::string backend;
     std::vector<ProfileRow> rows;  // totals over `steps`
@@ -190,6 +191,7 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     const double peak = peak_before > 0 ? std::max(peak_before, be->measure_peak_flops(threads, nullptr)) : 0.0;
     if (peak > 0) {
       peak_of[name == "cuda" ? precision : "cpu"] = peak;
+      peak_what[name == "cuda" ? precision : "cpu"] = what;
       what += " (the better of two measurements, before and after the steps)";
     }
     rows.push_back({"nnlab " + be->name(), precision, ms, peak, "peak: " + (what.empty() ? "-" : what)});
@@ -272,9 +274,11 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
   std::cout << "\n" << table.str();
   for (const Row& r : rows) {
     if (r.peak > 0 && tokens / (r.ms / 1e3) * flops_tok > r.peak) {
-      std::cout << "warning: " << r.name << "'s MFU is above 100%: the machine cannot run faster than its peak, "
-                << "so the peak measurement was disturbed (another process, or a virtual machine's core taken "
-                << "away while it ran); its MFU is not to be trusted, run the bench again\n";
+      std::cout << "warning: " << r.name << "'s MFU is above 100%: it ran faster than the peak it is measured "
+                << "against (" << peak_what[cuda_precisions.empty() ? "cpu" : r.precision] << "). Either that peak is not the machine's (a GPU's tensor-core "
+                << "peak measured with our own matmul where no faster library was installed), or the "
+                << "measurement was disturbed (another process, a virtual machine's core taken away): its MFU "
+                << "is not to be trusted\n";
     }
   }
   for (const Row& r : rows) {

@@ -35,4 +35,13 @@ enum class CublasMath { fp32, tf32, bf16 };
 void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, const MatmulArgs& args,
                  const float* ones, CublasMath math);
 
+// The FLOP rate cublas_gemm reaches with `math` on a square n^3 product of random numbers
+// (the best of 3 timed runs after a warm-up): the practical peak of this GPU at that
+// precision, which the GPT trainer's MFU is measured against when the program installs it
+// (tensor_core_peak below). 0 when cuBLAS cannot run; *what says what was measured, or why not.
+double cublas_peak_flops(Device& dev, CublasMath math, int n, std::string* what);
+
+// gpt::TensorCorePeakFn (gpt/backend_cuda.h) with cuBLAS: precision "tf32" or "bf16" at 4096^3.
+double tensor_core_peak(Device& dev, const std::string& precision, std::string* what);
+
 }  // namespace kernels::cuda::bench
