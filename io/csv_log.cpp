@@ -217,7 +217,15 @@ std::string fmt(double v) {
 struct Line {
   int number = 0;  // 1-based
   std::string text;
+  bool complete = true;  // ended by '\n' (only the last line can lack it)
 };
+
+// A line without its newline is reported when its turn comes, so an earlier line's error
+// (the first thing wrong in the file) is the one the reader sees.
+void check_complete(const Line& L, const std::string& src) {
+  NN_CHECK(L.complete, src << ":" << L.number << ": the last line has no newline at its end: the file looks "
+                           << "truncated (cut while being written); if it is complete, end it with a newline");
+}
 
 }  // namespace
 
@@ -251,18 +259,17 @@ CsvLog parse_csv_log(const std::string& text, const std::string& src, const CsvL
       std::string t = text.substr(pos, complete ? nl - pos : std::string::npos);
       pos = complete ? nl + 1 : text.size();
       if (!t.empty() && t.back() == '\r') t.pop_back();
-      NN_CHECK(complete, src << ":" << number << ": the last line has no newline at its end: the file looks "
-                             << "truncated (cut while being written); if it is complete, end it with a newline");
       NN_CHECK(t.find('\0') == std::string::npos, src << ":" << number << ": the line holds a NUL byte: "
                                                       << "this is not a text CSV file");
       const std::string tt = trim(t);
       if (tt.empty() || tt[0] == '#') continue;
-      lines.push_back({number, t});
+      lines.push_back({number, t, complete});
     }
   }
   NN_CHECK(!lines.empty(), src << ": the file is empty (no header row): a plant log needs a header and data rows");
 
   // ---- header: find the time column and every mapped column ----
+  check_complete(lines[0], src);
   const std::vector<std::string> header = split_fields(lines[0].text);
   const int hline = lines[0].number;
   auto find_column = [&](const std::string& name, const std::string& what) {
@@ -299,6 +306,7 @@ CsvLog parse_csv_log(const std::string& text, const std::string& src, const CsvL
   int time_kind = 0;  // 1: seconds, 2: ISO 8601 (set by the first row)
   for (size_t r = 1; r < lines.size(); ++r) {
     const Line& L = lines[r];
+    check_complete(L, src);
     const std::vector<std::string> f = split_fields(L.text);
     NN_CHECK(f.size() == header.size(), src << ":" << L.number << ": " << f.size() << " fields, but the header (line "
                                             << hline << ") has " << header.size()

@@ -133,6 +133,9 @@ TEST_CASE("csv_log: every malformed input is an nn::Error with the file and line
     CHECK_THAT(parse_error("t,level_cm,pump_pct\n0,1,2\n1,1,2\n2,1"),
                Contains("log.csv:4: the last line has no newline") && Contains("truncated"));
     CHECK_THAT(parse_error("t,level_cm,pump_pct\n0,1,2\n1,1,2\n2,1,2"), Contains("log.csv:4: the last line has no newline"));
+    // an earlier error is reported first
+    CHECK_THAT(parse_error("t,level_cm,pump_pct\n0,1,2\n1,x,2\n2,1"), Contains("log.csv:3, column 'level_cm': 'x'"));
+    CHECK_THAT(parse_error("t,level_cm"), Contains("log.csv:1: the last line has no newline"));
   }
   SECTION("a value out of its physical range") {
     CHECK_THAT(parse_error("t,level_cm,pump_pct\n0,1,2\n1,200,2\n"),

@@ -75,7 +75,8 @@ TEST_CASE("lesson13 soft-sensor --quick: record, estimators that learned, a comp
                             "\"test_rows\": 3000", "\"resampling\": {", "\"rows_in\"", "\"rows_out\": 2000", "\"filled\"",
                             "\"level_rmse_m\"", "\"pump_hold_exact\"", "\"window\"", "\"settings\": {", "\"train_seconds\"",
                             "\"estimators\": [", "\"name\": \"network\"", "\"name\": \"linear\"", "\"name\": \"physics\"",
-                            "\"winner\": {"}) {
+                            "\"winner\": {", "\"level_split_m\"", "\"train_max_drain\"",
+                            "\"drain_beyond_train\": {\"rows\""}) {
     INFO(field << " in " << a.record);
     CHECK_THAT(a.record, Contains(field));
   }
@@ -99,7 +100,7 @@ TEST_CASE("lesson13 soft-sensor --quick: record, estimators that learned, a comp
   }
 
   // The verdict is what the numbers say: lower RMSE, a tie within 2 %.
-  for (const char* regime : {"all", "drain_open", "drain_closed", "level_low", "level_high"}) {
+  for (const char* regime : {"all", "drain_open", "drain_closed", "level_low", "level_high", "drain_beyond_train"}) {
     const double n = rmse_of(a.record, "network", regime), l = rmse_of(a.record, "linear", regime);
     const std::string want = n < 0.98 * l ? "network" : l < 0.98 * n ? "linear" : "tie";
     INFO(regime << ": network " << n << ", linear " << l);

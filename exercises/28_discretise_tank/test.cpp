@@ -58,8 +58,9 @@ void check_against_simulator(lessons::TankConfig c, const std::string& what) {
       cause = raw < 0 ? "the level went below 0: clamp it to [0, max_level] (the tank cannot hold less than nothing)"
                       : "the level went over the brim: clamp it to [0, max_level] (the tank overflows)";
     } else if (ex_test::close(got, h + (p.pump_gain * u - p.outflow_coeff * std::sqrt(h) - d), 2e-6, 1e-6)) {
-      cause = "the change was not scaled by dt / A (here dt = " + std::to_string(p.dt) + " s, A = " +
-              std::to_string(p.area) + " m^2)";
+      std::ostringstream os;
+      os << "the change was not scaled by dt / A (here dt = " << p.dt << " s, A = " << p.area << " m^2)";
+      cause = os.str();
     } else if (ex_test::close(got, std::clamp(raw + p.dt / p.area * d, 0.0, p.max_level), 2e-6, 1e-6)) {
       cause = "the drain was left out of the outflow: q_out = k sqrt(h) + drain";
     } else if (ex_test::close(got, std::clamp(h + p.dt / p.area * (p.pump_gain * u - p.outflow_coeff * h - d), 0.0,

@@ -262,27 +262,32 @@ struct Score {
   int rows = 0;
   double rmse = 0.0, mae = 0.0;
 };
-const char* kRegimes[5] = {"all", "drain_open", "drain_closed", "level_low", "level_high"};
+const int kNumRegimes = 6;
+const char* kRegimes[kNumRegimes] = {"all",       "drain_open", "drain_closed",
+                                     "level_low", "level_high", "drain_beyond_train"};
 const double kLowLevel = 0.55;  // m: the middle of the setpoint range [0.3, 0.8]
 
-bool in_regime(int regime, const Windows& w, int r) {
+// drain_beyond_train: the true drain is larger than any the training log holds (an estimator
+// must extrapolate there); train_max_drain is that largest value.
+bool in_regime(int regime, const Windows& w, int r, double train_max_drain) {
   const double d = w.drain[static_cast<size_t>(r)], y = w.level[static_cast<size_t>(r)];
   switch (regime) {
     case 1: return d > 0.0;
     case 2: return d == 0.0;
     case 3: return y < kLowLevel;
     case 4: return y >= kLowLevel;
+    case 5: return d > train_max_drain;
     default: return true;
   }
 }
 
-std::vector<Score> score(const std::vector<double>& pred, const Windows& w) {
-  std::vector<Score> out(5);
-  for (int g = 0; g < 5; ++g) {
+std::vector<Score> score(const std::vector<double>& pred, const Windows& w, double train_max_drain) {
+  std::vector<Score> out(kNumRegimes);
+  for (int g = 0; g < kNumRegimes; ++g) {
     double se = 0.0, ae = 0.0;
     int n = 0;
     for (int r = 0; r < w.rows; ++r) {
-      if (!in_regime(g, w, r)) continue;
+      if (!in_regime(g, w, r, train_max_drain)) continue;
       const double e = pred[static_cast<size_t>(r)] - w.drain[static_cast<size_t>(r)];
       se += e * e;
       ae += std::abs(e);
@@ -298,7 +303,7 @@ std::vector<Score> score(const std::vector<double>& pred, const Windows& w) {
 std::string json_scores(const std::vector<Score>& s) {
   std::ostringstream js;
   js << "{";
-  for (int g = 0; g < 5; ++g) {
+  for (int g = 0; g < kNumRegimes; ++g) {
     js << (g ? ", " : "") << "\"" << kRegimes[g] << "\": {\"rows\": " << s[static_cast<size_t>(g)].rows
        << ", \"rmse\": " << jnum(s[static_cast<size_t>(g)].rmse) << ", \"mae\": " << jnum(s[static_cast<size_t>(g)].mae)
        << "}";
@@ -402,7 +407,7 @@ int run_soft_sensor_part(const Options& opts) {
   int best_it = 0;
   const int eval_every = std::max(1, std::min(100, o.iters / 10));
   auto keep_if_best = [&](int it) {
-    const double v = score(predict_network(mlp, wval, sc), wval)[0].rmse;
+    const double v = score(predict_network(mlp, wval, sc), wval, 0.0)[0].rmse;
     if (v < best_val) {
       best_val = v;
       best_it = it;
@@ -456,16 +461,17 @@ int run_soft_sensor_part(const Options& opts) {
     int64_t params;
     std::vector<Score> s;
   };
-  const std::vector<Est> est = {{"network", mlp.num_params(), score(p_net, wte)},
-                                {"linear", static_cast<int64_t>(theta.size()), score(p_lin, wte)},
-                                {"physics", 1, score(p_phys, wte)}};
+  const double train_max_drain = *std::max_element(wtr.drain.begin(), wtr.drain.end());
+  const std::vector<Est> est = {{"network", mlp.num_params(), score(p_net, wte, train_max_drain)},
+                                {"linear", static_cast<int64_t>(theta.size()), score(p_lin, wte, train_max_drain)},
+                                {"physics", 1, score(p_phys, wte, train_max_drain)}};
   std::cout << "\nRMSE / MAE of the drain estimate on tank_log_test.csv (l/min; the drain is 0 to 600 l/min when open)\n"
-            << "  regime          rows     network            linear             physics (known k)\n";
+            << "  regime               rows     network            linear             physics (known k)\n";
   const double lpm = 60000.0;  // m^3/s -> l/min
   std::ostringstream verdict;
   std::ostringstream winner_json;
-  for (int g = 0; g < 5; ++g) {
-    std::cout << "  " << std::left << std::setw(14) << kRegimes[g] << std::right << std::setw(6)
+  for (int g = 0; g < kNumRegimes; ++g) {
+    std::cout << "  " << std::left << std::setw(19) << kRegimes[g] << std::right << std::setw(6)
               << est[0].s[static_cast<size_t>(g)].rows;
     for (const Est& e : est) {
       std::ostringstream cell;
@@ -485,7 +491,7 @@ int run_soft_sensor_part(const Options& opts) {
       w = "linear";
     }
     winner_json << (g ? ", " : "") << "\"" << kRegimes[g] << "\": \"" << w << "\"";
-    verdict << "  " << std::left << std::setw(14) << kRegimes[g] << std::right;
+    verdict << "  " << std::left << std::setw(19) << kRegimes[g] << std::right;
     if (w == "tie") {
       verdict << "a tie (RMSEs within 2 %)\n";
     } else if (w == "none") {
@@ -498,6 +504,18 @@ int run_soft_sensor_part(const Options& opts) {
   std::cout << "\nwhich estimator wins where (lower RMSE; measured on this run, not assumed):\n" << verdict.str();
   const Score& pl = est[1].s[3];
   const Score& ph = est[1].s[4];
+  const Score& bn = est[0].s[5];
+  const Score& bl = est[1].s[5];
+  if (bn.rows > 0) {
+    std::cout << bn.rows << " test rows have a drain above the training log's largest (" << std::setprecision(4)
+              << lpm * train_max_drain << " l/min): there the network's RMSE is " << lpm * bn.rmse
+              << " l/min, the linear estimator's " << lpm * bl.rmse
+              << (bn.rmse > 1.05 * bl.rmse ? " (the network interpolates between what it saw; outside that, the straight "
+                                             "line extrapolates better)"
+                                           : "")
+              << "\n"
+              << std::defaultfloat;
+  }
   std::cout << "the linear estimator's RMSE at low level is " << std::setprecision(3) << pl.rmse / ph.rmse
             << "x its RMSE at high level"
             << (pl.rmse > 1.05 * ph.rmse ? " (the outlet's sqrt bends most at low level, where a straight line fits it worst)"
@@ -538,7 +556,7 @@ int run_soft_sensor_part(const Options& opts) {
      << ", \"period_s\": " << jnum(period) << "}, \"resampling\": {\"log\": " << kernels::harness::json_string(uf.name)
      << ", \"rows_in\": " << uneven_raw.rows() << ", \"rows_out\": " << uneven.rows() << ", \"filled\": "
      << uneven_raw.filled << ", \"level_rmse_m\": " << jnum(level_rmse) << ", \"pump_hold_exact\": " << jnum(pump_frac)
-     << "}, \"window\": " << o.window << ", \"settings\": {\"hidden\": " << o.hidden << ", \"iters\": " << o.iters
+     << "}, \"level_split_m\": " << jnum(kLowLevel) << ", \"train_max_drain\": " << jnum(train_max_drain) << ", \"window\": " << o.window << ", \"settings\": {\"hidden\": " << o.hidden << ", \"iters\": " << o.iters
      << ", \"batch\": " << o.batch << ", \"lr\": " << jnum(o.lr) << ", \"seed\": " << opts.seed
      << "}, \"train_seconds\": " << jnum(train_seconds) << ", \"estimators\": [";
   for (size_t i = 0; i < est.size(); ++i) {

@@ -31,7 +31,8 @@
 // to the control period: the CSV path is the one a real plant's log would take. Errors are
 // against the TRUE simulated drain (the log's drain column: a real plant would not have it).
 // Regimes (rows of the test log): drain open (true d > 0) / closed (d = 0); level low (measured
-// y < 0.55 m, the middle of the setpoint range) / high.
+// y < 0.55 m, the middle of the setpoint range) / high; and the rows whose true drain is larger
+// than any in the training log (drain_beyond_train: extrapolation).
 // The third shipped log, tank_log_uneven.csv (ISO 8601 times, rows missing, values missing), is
 // read and resampled too, and compared with the simulation that made it: the resampler's error.
 //
@@ -46,11 +47,15 @@
 //                  "level_rmse_m" (resampled level against the simulation's, every second),
 //                  "pump_hold_exact" (fraction of seconds where the held pump equals the
 //                  simulation's command exactly)}
+//   "level_split_m": the level (m) below which a row is "level_low"; "train_max_drain": the
+//   largest drain (m^3/s) in the training log (rows above it are "drain_beyond_train")
 //   "window", "settings": {"hidden", "iters", "batch", "lr", "seed"}, "train_seconds"
 //   "estimators": [{"name": "network" | "linear" | "physics", "params",
-//                   "regimes": {"all" | "drain_open" | "drain_closed" | "level_low" | "level_high":
+//                   "regimes": {"all" | "drain_open" | "drain_closed" | "level_low" | "level_high" |
+//                               "drain_beyond_train":
 //                               {"rows", "rmse", "mae"}}}, ...]
-//   "winner": {"<regime>": "network" | "linear" | "tie"}: the lower RMSE (tie within 2 %)
+//   "winner": {"<regime>": "network" | "linear" | "tie" | "none"}: the lower RMSE (tie within 2 %;
+//             none: no test row in that regime)
 #pragma once
 
 #include <CLI/CLI.hpp>
