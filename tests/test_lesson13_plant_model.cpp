@@ -148,11 +148,14 @@ lesson13::PlantModel small_model() {
 }  // namespace
 
 TEST_CASE("lesson13: the rollout's gradient w.r.t. the moves matches finite differences", "[lesson13][gradcheck]") {
-  const lesson13::PlantModel m = small_model();
+  for (int nk : {0, 2}) {  // without and with an input delay (pump lags from u(t - nk))
+  lesson13::PlantModel m = small_model();
+  m.cfg.nk = nk;
+  CAPTURE(nk);
   nn::Rng rng(11);
   const int H = 10;  // longer than nb: the pump lags reach back past the first move
   std::vector<float> levels = {0.45f, 0.47f, 0.5f, 0.52f};
-  std::vector<float> past = {0.4f, 0.45f, 0.5f, 0.55f, 0.6f, 0.62f, 0.6f};
+  std::vector<float> past = {0.42f, 0.41f, 0.4f, 0.45f, 0.5f, 0.55f, 0.6f, 0.62f, 0.6f};
   std::vector<double> moves(H), w(H);
   for (double& v : moves) v = 0.3 + 0.4 * rng.uniform();
   for (double& v : w) v = rng.uniform(-1, 1);
@@ -173,8 +176,14 @@ TEST_CASE("lesson13: the rollout's gradient w.r.t. the moves matches finite diff
   INFO(res.report);
   REQUIRE(res.ok);
   REQUIRE(testing::dot(g, g) > 1e-8);
-  // The first prediction reads the first move (u(t) counts): its gradient is not zero.
+  // The first move is read by the prediction nk steps on (u(t) counts): its gradient is not
+  // zero, and no prediction before that one depends on it.
   REQUIRE(g[0] != 0.0);
+  std::vector<double> only_early(H, 0.0), g_early(H);
+  for (int k = 0; k < nk; ++k) only_early[static_cast<size_t>(k)] = 1.0;
+  m.rollout_backward(levels, past, moves, bias, only_early, g_early);
+  for (double v : g_early) REQUIRE(v == 0.0);
+  }
 }
 
 TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step better than persistence; save/load",
@@ -189,6 +198,7 @@ TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step bet
   lesson13::PlantModelConfig mc;
   mc.hidden = {16, 16};
   mc.epochs = 4;
+  mc.nk = 3;  // the input delay travels through save/load
   lesson13::TrainReport rep;
   const lesson13::PlantModel m = lesson13::train_plant_model(train, mc, 7, &rep);
   const std::vector<float> pred = m.one_step_predictions(val);
@@ -210,6 +220,7 @@ TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step bet
   std::filesystem::remove(path);
   REQUIRE(back.cfg.na == m.cfg.na);
   REQUIRE(back.cfg.nb == m.cfg.nb);
+  REQUIRE(back.cfg.nk == m.cfg.nk);
   REQUIRE(back.cfg.hidden == m.cfg.hidden);
   REQUIRE(back.level_std == m.level_std);
   REQUIRE(back.dlevel_mean == m.dlevel_mean);

@@ -210,6 +210,8 @@ int run_mpc_part(const Options& opts) {
   PlantModelConfig pmc;
   pmc.hidden = sz.hidden;
   pmc.epochs = sz.epochs;
+  pmc.na = o.na;
+  pmc.nk = o.nk;
   std::string source = "trained", model_path = opts.out_dir + "/mpc_model.safetensors";
   TrainReport rep;
   PlantModel model = [&] {
@@ -232,8 +234,8 @@ int run_mpc_part(const Options& opts) {
   std::string hidden_js = "[";
   for (size_t i = 0; i < model.cfg.hidden.size(); ++i) hidden_js += (i ? ", " : "") + std::to_string(model.cfg.hidden[i]);
   hidden_js += "]";
-  std::printf("model: NARX MLP, %d level lags + %d pump lags -> %s -> the next change of level, %lld parameters, %s%s\n",
-              model.cfg.na, model.cfg.nb, hidden_js.c_str(), static_cast<long long>(model.mlp.num_params()),
+  std::printf("model: NARX MLP, %d level lags + %d pump lags from u(t-%d) -> %s -> the next change of level, %lld parameters, %s%s\n",
+              model.cfg.na, model.cfg.nb, model.cfg.nk, hidden_js.c_str(), static_cast<long long>(model.mlp.num_params()),
               source.c_str(),
               source == "trained" ? (" on " + std::to_string(sz.train_steps) + " identification steps, " +
                                      std::to_string(sz.epochs) + " epochs, " + fmt(rep.seconds, "%.2f") + " s")
@@ -248,6 +250,8 @@ int run_mpc_part(const Options& opts) {
   mc.q = o.q;
   mc.r_du = o.r_du;
   mc.solver.max_iters = sz.iters;
+  mc.bias_gain = o.bias_gain;
+  mc.level_gain = o.level_gain;
   std::vector<Scenario> scs = standard_scenarios(opts.quick, opts.seed);
   for (Scenario& sc : scs) sc.constraints.du_max = o.du_max;
   const lessons::TankConfig tank;
@@ -259,14 +263,14 @@ int run_mpc_part(const Options& opts) {
 
   std::ostringstream js;
   js << "{\"model\": {\"source\": \"" << source << "\", \"path\": " << kernels::harness::json_string(model_path)
-     << ", \"na\": " << model.cfg.na << ", \"nb\": " << model.cfg.nb << ", \"hidden\": " << hidden_js
+     << ", \"na\": " << model.cfg.na << ", \"nb\": " << model.cfg.nb << ", \"nk\": " << model.cfg.nk << ", \"hidden\": " << hidden_js
      << ", \"params\": " << model.mlp.num_params() << ", \"train_steps\": " << (source == "trained" ? sz.train_steps : 0)
      << ", \"epochs\": " << (source == "trained" ? sz.epochs : 0)
      << ", \"train_seconds\": " << (source == "trained" ? jnum(rep.seconds) : "null")
      << ", \"val_rmse\": " << jnum(val_rmse) << ", \"persistence_rmse\": " << jnum(persist_rmse) << "},\n";
   js << " \"mpc\": {\"horizon\": " << mc.horizon << ", \"q\": " << jnum(mc.q) << ", \"r_du\": " << jnum(mc.r_du)
      << ", \"du_max\": " << jnum(o.du_max) << ", \"max_iters\": " << mc.solver.max_iters << ", \"tol\": "
-     << jnum(mc.solver.tol) << ", \"bias_gain\": " << jnum(mc.bias_gain)
+     << jnum(mc.solver.tol) << ", \"bias_gain\": " << jnum(mc.bias_gain) << ", \"level_gain\": " << jnum(mc.level_gain)
      << ", \"solver\": \"accelerated projected gradient through the network's rollout\"},\n \"scenarios\": [";
   std::vector<std::string> verdicts;
   for (size_t i = 0; i < scs.size(); ++i) {

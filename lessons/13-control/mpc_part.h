@@ -65,8 +65,12 @@ struct MpcOptions {
   int horizon = 60;           // (quick: 40)
   int iters = 30;             // solver iterations per control step at most (quick: 12)
   double q = 1.0;
-  double r_du = 0.2;
+  double r_du = 1.0;
   double du_max = 0.05;
+  double bias_gain = 0.01;    // the observer's gains (MpcConfig::bias_gain, level_gain)
+  double level_gain = 1.0;
+  int na = 4;                 // the model's level lags (PlantModelConfig::na)
+  int nk = 10;                // the model's input delay (PlantModelConfig::nk; < the dead time 20)
 };
 
 inline void add_mpc_options(CLI::App& app, MpcOptions& o) {
@@ -85,6 +89,13 @@ inline void add_mpc_options(CLI::App& app, MpcOptions& o) {
       ->capture_default_str();
   app.add_option("--mpc-r-du", o.r_du, "Part mpc: weight on the squared move")->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
+  app.add_option("--mpc-bias-gain", o.bias_gain, "Part mpc: gain of the disturbance (bias) estimate per step")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--mpc-level-gain", o.level_gain, "Part mpc: the observer's level correction gain per step")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--mpc-nk", o.nk, "Part mpc: the model's input delay (its pump lags start at u(t - nk))")
+      ->check(CLI::Range(0, 64))->capture_default_str();
+  app.add_option("--mpc-na", o.na, "Part mpc: the model's level lags")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--mpc-du-max", o.du_max, "Part mpc: the pump's rate limit per step")
       ->check(CLI::Range(1e-6, 1.0))->capture_default_str();
 }

@@ -20,7 +20,8 @@ namespace lesson13 {
 namespace {
 
 nn::MlpConfig mlp_config(const PlantModelConfig& c) {
-  NN_CHECK(c.na >= 1 && c.nb >= 1, "PlantModelConfig: na and nb must be >= 1, got " << c.na << ", " << c.nb);
+  NN_CHECK(c.na >= 1 && c.nb >= 1 && c.nk >= 0,
+           "PlantModelConfig: na and nb must be >= 1 and nk >= 0, got " << c.na << ", " << c.nb << ", " << c.nk);
   nn::MlpConfig m;
   m.sizes = {c.na + c.nb};
   for (int h : c.hidden) {
@@ -113,12 +114,12 @@ PlantModel::PlantModel(const PlantModelConfig& c, uint64_t seed)
       }()) {}
 
 void PlantModel::features(std::span<const float> levels, std::span<const float> pumps, float* x) const {
-  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && pumps.size() >= static_cast<size_t>(cfg.nb),
-           "PlantModel: need " << cfg.na << " levels and " << cfg.nb << " pump commands of history, got "
+  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && pumps.size() >= static_cast<size_t>(pump_window()),
+           "PlantModel: need " << cfg.na << " levels and " << pump_window() << " pump commands of history, got "
                                << levels.size() << " and " << pumps.size());
-  const size_t L = levels.size(), P = pumps.size();
+  const size_t L = levels.size(), P = pumps.size(), nk = static_cast<size_t>(cfg.nk);
   for (int i = 0; i < cfg.na; ++i) x[i] = (levels[L - 1 - static_cast<size_t>(i)] - level_mean) / level_std;
-  for (int j = 0; j < cfg.nb; ++j) x[cfg.na + j] = (pumps[P - 1 - static_cast<size_t>(j)] - pump_mean) / pump_std;
+  for (int j = 0; j < cfg.nb; ++j) x[cfg.na + j] = (pumps[P - 1 - nk - static_cast<size_t>(j)] - pump_mean) / pump_std;
 }
 
 float PlantModel::predict_next(std::span<const float> levels, std::span<const float> pumps) const {
@@ -163,10 +164,10 @@ void PlantModel::rollout(std::span<const float> levels, std::span<const float> p
                          std::span<const double> moves, double bias, std::span<double> y_pred) const {
   const size_t H = moves.size();
   NN_CHECK(y_pred.size() == H, "PlantModel::rollout: y_pred holds " << y_pred.size() << ", expected " << H);
-  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(cfg.nb),
-           "PlantModel::rollout: need " << cfg.na << " levels and " << cfg.nb - 1 << " past commands, got "
+  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(pump_window()),
+           "PlantModel::rollout: need " << cfg.na << " levels and " << pump_window() - 1 << " past commands, got "
                                         << levels.size() << " and " << past_pumps.size());
-  const size_t na = static_cast<size_t>(cfg.na), nb1 = static_cast<size_t>(cfg.nb - 1);
+  const size_t na = static_cast<size_t>(cfg.na), nb1 = static_cast<size_t>(pump_window() - 1);
   std::vector<float> lev(levels.end() - static_cast<std::ptrdiff_t>(na), levels.end());
   std::vector<float> pu(past_pumps.end() - static_cast<std::ptrdiff_t>(nb1), past_pumps.end());
   lev.reserve(na + H);
@@ -190,12 +191,13 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
   const size_t H = moves.size();
   NN_CHECK(dy_pred.size() == H && dmoves.size() == H, "PlantModel::rollout_backward: dy_pred and dmoves must hold "
                                                           << H << " values");
-  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(cfg.nb),
-           "PlantModel::rollout_backward: need " << cfg.na << " levels and " << cfg.nb - 1 << " past commands");
+  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(pump_window()),
+           "PlantModel::rollout_backward: need " << cfg.na << " levels and " << pump_window() - 1 << " past commands");
   // The forward again (as rollout does), keeping every step's features and activations.
   const size_t na = static_cast<size_t>(cfg.na), nb = static_cast<size_t>(cfg.nb), nin = na + nb;
+  const size_t nk = static_cast<size_t>(cfg.nk);
   std::vector<float> lev(levels.end() - static_cast<std::ptrdiff_t>(na), levels.end());
-  std::vector<float> pu(past_pumps.end() - static_cast<std::ptrdiff_t>(nb - 1), past_pumps.end());
+  std::vector<float> pu(past_pumps.end() - static_cast<std::ptrdiff_t>(nk + nb - 1), past_pumps.end());
   std::vector<float> xs(H * nin);
   std::vector<Acts> acts(H);
   double y = lev.back();
@@ -209,7 +211,7 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
   // Backward through time. yhat_0 = y(t) is measured (no gradient); yhat_{k+1} = y_pred[k].
   // gl[j]: dJ/d yhat_j from the steps after j, gathered as they are visited (in reverse).
   //   yhat_{k+1} = yhat_k + dlevel_mean + dlevel_std * mlp(x_k) + bias
-  //   x_k reads yhat_{k-i} (level lag i) and u_{k-j} (pump lag j; a move when k - j >= 0).
+  //   x_k reads yhat_{k-i} (level lag i) and u_{k-nk-j} (pump lag j; a move when k-nk-j >= 0).
   std::vector<double> gl(H + 1, 0.0);
   std::fill(dmoves.begin(), dmoves.end(), 0.0);
   std::vector<float> dx(nin);
@@ -221,7 +223,7 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
     for (size_t i = 0; i < na; ++i) {
       if (k >= i + 1) gl[k - i] += static_cast<double>(dx[i]) / level_std;
     }
-    for (size_t j = 0; j < nb && j <= k; ++j) dmoves[k - j] += static_cast<double>(dx[na + j]) / pump_std;
+    for (size_t j = 0; j < nb && nk + j <= k; ++j) dmoves[k - nk - j] += static_cast<double>(dx[na + j]) / pump_std;
   }
 }
 
@@ -373,6 +375,7 @@ void save_plant_model(const PlantModel& m, const std::string& path) {
       {"lesson13.model", "narx-mlp"},
       {"lesson13.na", std::to_string(m.cfg.na)},
       {"lesson13.nb", std::to_string(m.cfg.nb)},
+      {"lesson13.nk", std::to_string(m.cfg.nk)},
       {"lesson13.hidden", hidden},
       {"lesson13.activation", nn::activation_name(m.cfg.activation)},
       {"lesson13.level_mean", fstr(m.level_mean)},
@@ -397,6 +400,7 @@ PlantModel load_plant_model(const std::string& path) {
   try {
     c.na = std::stoi(get("na"));
     c.nb = std::stoi(get("nb"));
+    c.nk = std::stoi(get("nk"));
     c.hidden.clear();
     const std::string& h = get("hidden");
     for (size_t a = 0; a < h.size();) {

@@ -6,7 +6,7 @@
 // an output near zero whatever the level:
 //
 //   x(t) = [ (y(t) - level_mean) / level_std, ..., (y(t-na+1) - level_mean) / level_std,
-//            (u(t) - pump_mean) / pump_std,   ..., (u(t-nb+1) - pump_mean) / pump_std ]
+//            (u(t-nk) - pump_mean) / pump_std, ..., (u(t-nk-nb+1) - pump_mean) / pump_std ]
 //   y(t+1) = y(t) + dlevel_mean + dlevel_std * mlp(x(t))          (+ bias, see rollout)
 //
 // (u(t) counts: at time t the controller's command is known, as in arx_predict.) The dead
@@ -39,7 +39,13 @@ namespace lesson13 {
 
 struct PlantModelConfig {
   int na = 4;                   // level lags
-  int nb = 40;                  // pump lags: >= dead time + 1
+  int nb = 40;                  // pump lags: nk + nb >= dead time + 1
+  // The input delay (ARX's nk): the pump lags start at u(t - nk). 0 lets the data decide;
+  // the mpc part sets it below the known dead time, because in closed-loop data the newest
+  // commands correlate with the level through the CONTROLLER (the PI raises u when the level
+  // falls), and a model free to use them learns "a high pump now means a falling level",
+  // which an MPC then exploits (measured: see mpc_part.h).
+  int nk = 0;
   std::vector<int> hidden = {32, 32};
   // tanh: smooth, so the MPC's cost is smooth in the moves (ReLU would make it piecewise
   // linear, with gradients that jump as units switch).
@@ -60,10 +66,11 @@ struct PlantModel {
 
   PlantModel(const PlantModelConfig& c, uint64_t seed);
   int inputs() const { return cfg.na + cfg.nb; }
-  int lag() const { return cfg.na > cfg.nb ? cfg.na : cfg.nb; }  // history needed
+  int pump_window() const { return cfg.nk + cfg.nb; }  // pump history the features read
+  int lag() const { return cfg.na > pump_window() ? cfg.na : pump_window(); }  // history needed
 
   // The features x(t) from histories in time order (the newest LAST: levels.back() = y(t),
-  // pumps.back() = u(t)); each at least na / nb long. x: inputs() floats.
+  // pumps.back() = u(t)); at least na / nk + nb long. x: inputs() floats.
   void features(std::span<const float> levels, std::span<const float> pumps, float* x) const;
   // y(t+1) (without bias).
   float predict_next(std::span<const float> levels, std::span<const float> pumps) const;
@@ -73,7 +80,7 @@ struct PlantModel {
   std::vector<float> one_step_predictions(const lessons::Series& s) const;
 
   // The rollout: from the measured history (levels: at least na, the newest y(t); past_pumps:
-  // at least nb - 1, the newest u(t-1)) and H future moves u(t..t+H-1), the predicted levels
+  // at least nk + nb - 1, the newest u(t-1)) and H future moves u(t..t+H-1), the predicted levels
   // y_pred[k] = y(t+k+1), k = 0..H-1. bias is added to every predicted change (the MPC's
   // disturbance estimate: an unmeasured drain is a constant change per step).
   void rollout(std::span<const float> levels, std::span<const float> past_pumps, std::span<const double> moves,
