@@ -227,3 +227,28 @@ TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step bet
   const std::vector<float> pred2 = back.one_step_predictions(val);
   REQUIRE(pred2 == pred);  // bit for bit
 }
+
+TEST_CASE("lesson13: fine-tuning on rollouts (backprop through time) lowers the model's rollout error",
+          "[lesson13]") {
+  lessons::TankConfig cfg;
+  cfg.steps = 6000;
+  cfg.seed = 21;
+  const lessons::Series train = lesson13::identification_series(cfg);
+  cfg.seed = 22;
+  cfg.steps = 2000;
+  const lessons::Series val = lesson13::identification_series(cfg);
+  lesson13::PlantModelConfig mc;
+  mc.hidden = {16, 16};
+  mc.epochs = 4;
+  mc.nk = 10;
+  const lesson13::PlantModel one_step = lesson13::train_plant_model(train, mc, 7);
+  mc.rollout_steps = 30;
+  lesson13::TrainReport rep;
+  const lesson13::PlantModel tuned = lesson13::train_plant_model(train, mc, 7, &rep);
+  // The same seed: the same one-step model before the fine-tuning, so the difference is its.
+  const double before = lesson13::rollout_rmse(one_step, val, 30);
+  const double after = lesson13::rollout_rmse(tuned, val, 30);
+  CAPTURE(rep.rollout_mse_first, rep.rollout_mse_last, before, after);
+  REQUIRE(rep.rollout_mse_last < rep.rollout_mse_first);  // its training loss went down
+  REQUIRE(after < before);                                // and on another run too
+}

@@ -229,6 +229,108 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
 
 // ---- training ----------------------------------------------------------------------------------
 
+namespace {
+
+// Fine-tuning on rollouts (PlantModelConfig::rollout_steps): B windows at a time, each K steps
+// from a measured history; returns the mean rollout MSE (m^2) of the first and last epoch.
+std::pair<double, double> finetune_rollouts(PlantModel& m, const std::vector<float>& y, const std::vector<float>& u,
+                                            const PlantModelConfig& cfg, uint64_t seed) {
+  const int K = cfg.rollout_steps;
+  const int n = static_cast<int>(y.size());
+  const int first = m.lag() - 1;  // the first t with a full history
+  const int stride = 3;
+  std::vector<int> starts;
+  for (int t = first; t + K < n; t += stride) starts.push_back(t);
+  const int B = 32;
+  NN_CHECK(static_cast<int>(starts.size()) >= B, "train_plant_model: too few windows for rollouts of " << K);
+  const size_t na = static_cast<size_t>(m.cfg.na), nb = static_cast<size_t>(m.cfg.nb), nk = static_cast<size_t>(m.cfg.nk);
+  const size_t nin = na + nb;
+  nn::AdamConfig ac;
+  ac.lr = cfg.rollout_lr;
+  nn::Adam opt(m.mlp.params(), ac);
+  nn::Rng rng(seed + 0x2545F4914F6CDD1DULL);
+  const int per_epoch = static_cast<int>(starts.size()) / B;
+  const int64_t total = static_cast<int64_t>(per_epoch) * cfg.rollout_epochs;
+  int64_t step = 0;
+  double first_loss = 0, last_loss = 0;
+  // Per window b: lev[b] = its na measured levels, then the K predictions.
+  std::vector<std::vector<double>> lev(B);
+  std::vector<float> X(static_cast<size_t>(K) * B * nin);
+  std::vector<double> gl(static_cast<size_t>(B) * (K + 1));
+  std::vector<float> dout(B), dX(static_cast<size_t>(B) * nin);
+  for (int e = 0; e < cfg.rollout_epochs; ++e) {
+    for (size_t i = starts.size() - 1; i > 0; --i) std::swap(starts[i], starts[rng.below(static_cast<uint32_t>(i + 1))]);
+    double epoch_loss = 0;
+    for (int bi = 0; bi < per_epoch; ++bi) {
+      // Forward: step k of every window in one batch.
+      for (int b = 0; b < B; ++b) {
+        const int t0 = starts[static_cast<size_t>(bi * B + b)];
+        lev[static_cast<size_t>(b)].assign(y.begin() + t0 + 1 - static_cast<std::ptrdiff_t>(na), y.begin() + t0 + 1);
+      }
+      for (int k = 0; k < K; ++k) {
+        for (int b = 0; b < B; ++b) {
+          const int t = starts[static_cast<size_t>(bi * B + b)] + k;  // predicting y(t+1)
+          const std::vector<double>& L = lev[static_cast<size_t>(b)];
+          float* x = X.data() + (static_cast<size_t>(k) * B + static_cast<size_t>(b)) * nin;
+          for (size_t i = 0; i < na; ++i) x[i] = static_cast<float>((L[L.size() - 1 - i] - m.level_mean) / m.level_std);
+          for (size_t j = 0; j < nb; ++j) x[na + j] = (u[static_cast<size_t>(t) - nk - j] - m.pump_mean) / m.pump_std;
+        }
+        const float* out = m.mlp.forward(X.data() + static_cast<size_t>(k) * B * nin, B);
+        for (int b = 0; b < B; ++b) {
+          std::vector<double>& L = lev[static_cast<size_t>(b)];
+          L.push_back(L.back() + m.dlevel_mean + static_cast<double>(m.dlevel_std) * out[b]);
+        }
+      }
+      // The loss and dJ/d yhat.
+      double loss = 0;
+      std::fill(gl.begin(), gl.end(), 0.0);
+      const double scale = 1.0 / (static_cast<double>(B) * K);
+      for (int b = 0; b < B; ++b) {
+        const int t0 = starts[static_cast<size_t>(bi * B + b)];
+        for (int k = 0; k < K; ++k) {
+          const double err = lev[static_cast<size_t>(b)][na + static_cast<size_t>(k)] - y[static_cast<size_t>(t0 + k + 1)];
+          loss += err * err * scale;
+          // In units of the change's spread, so the gradient's size matches one-step training's.
+          gl[static_cast<size_t>(b) * (K + 1) + static_cast<size_t>(k) + 1] =
+              2.0 * err * scale / (static_cast<double>(m.dlevel_std) * m.dlevel_std);
+        }
+      }
+      epoch_loss += loss;
+      // Backward through time: step k's forward again (the Mlp keeps only its last), then its
+      // backward with the input gradient; level lag i of step k is yhat_{k-i} (a prediction
+      // when k - i >= 1).
+      opt.zero_grad();
+      for (int k = K - 1; k >= 0; --k) {
+        for (int b = 0; b < B; ++b) {
+          double* g = gl.data() + static_cast<size_t>(b) * (K + 1);
+          const double G = g[k + 1];  // complete: every later step has added to it
+          if (k >= 1) g[k] += G;      // yhat_{k+1} = yhat_k + ...
+          dout[static_cast<size_t>(b)] = static_cast<float>(G * m.dlevel_std);
+        }
+        m.mlp.forward(X.data() + static_cast<size_t>(k) * B * nin, B);
+        m.mlp.backward(dout.data(), B, dX.data());
+        for (int b = 0; b < B; ++b) {
+          double* g = gl.data() + static_cast<size_t>(b) * (K + 1);
+          for (size_t i = 0; i < na; ++i) {
+            if (static_cast<size_t>(k) >= i + 1) {
+              g[static_cast<size_t>(k) - i] += static_cast<double>(dX[static_cast<size_t>(b) * nin + i]) / m.level_std;
+            }
+          }
+        }
+      }
+      opt.config().lr = nn::cosine_lr(cfg.rollout_lr, 0.05f, static_cast<double>(step) / static_cast<double>(total));
+      opt.step();
+      ++step;
+    }
+    epoch_loss /= per_epoch;
+    if (e == 0) first_loss = epoch_loss;
+    last_loss = epoch_loss;
+  }
+  return {first_loss, last_loss};
+}
+
+}  // namespace
+
 PlantModel train_plant_model(const lessons::Series& train, const PlantModelConfig& cfg, uint64_t seed,
                              TrainReport* report) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -304,6 +406,13 @@ PlantModel train_plant_model(const lessons::Series& train, const PlantModelConfi
     }
     last_epoch_loss = epoch_loss / per_epoch;
   }
+  if (cfg.rollout_steps > 0) {
+    const auto [first_loss, last_loss] = finetune_rollouts(m, y, u, cfg, seed);
+    if (report != nullptr) {
+      report->rollout_mse_first = first_loss;
+      report->rollout_mse_last = last_loss;
+    }
+  }
   if (report != nullptr) {
     report->samples = N;
     report->train_mse_norm = last_epoch_loss;
@@ -359,6 +468,29 @@ double one_step_rmse(const lessons::Series& s, const std::vector<float>& pred, i
     ++n;
   }
   return std::sqrt(ss / n);
+}
+
+double rollout_rmse(const PlantModel& m, const lessons::Series& s, int steps, int stride) {
+  NN_CHECK(steps >= 1 && stride >= 1, "rollout_rmse: steps and stride must be >= 1");
+  const std::vector<float> y = s.channel("level");
+  const std::vector<float> u = s.channel("pump");
+  const int n = s.steps;
+  const size_t past = static_cast<size_t>(m.pump_window() - 1);
+  double ss = 0;
+  long count = 0;
+  std::vector<double> moves(static_cast<size_t>(steps)), pred(static_cast<size_t>(steps));
+  for (int t = m.lag(); t + steps < n; t += stride) {
+    for (int k = 0; k < steps; ++k) moves[static_cast<size_t>(k)] = u[static_cast<size_t>(t + k)];
+    m.rollout(std::span<const float>(y.data(), static_cast<size_t>(t) + 1),
+              std::span<const float>(u.data() + t - static_cast<std::ptrdiff_t>(past), past), moves, 0.0, pred);
+    for (int k = 0; k < steps; ++k) {
+      const double e = pred[static_cast<size_t>(k)] - y[static_cast<size_t>(t + k + 1)];
+      ss += e * e;
+      ++count;
+    }
+  }
+  NN_CHECK(count > 0, "rollout_rmse: the series is too short for rollouts of " << steps);
+  return std::sqrt(ss / static_cast<double>(count));
 }
 
 // ---- save / load -------------------------------------------------------------------------------

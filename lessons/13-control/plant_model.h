@@ -53,6 +53,15 @@ struct PlantModelConfig {
   int epochs = 12;
   int batch = 64;
   float lr = 3e-3f;             // Adam, cosine-decayed to 5% over the run
+  // Then, optionally, fine-tuning on the MPC's own use of the model: rollouts of this many
+  // steps from measured histories (the data's pump commands as inputs, the model's own
+  // levels fed back), the loss the mean squared error of every predicted level,
+  // backpropagated through time (nn::Mlp::backward's input gradient carries it from each
+  // step's level lags back to the step that predicted them). One-step training alone lets
+  // small errors that compound over a horizon go unpunished. 0: off.
+  int rollout_steps = 0;
+  int rollout_epochs = 4;
+  float rollout_lr = 1e-3f;
 };
 
 struct PlantModel {
@@ -96,6 +105,7 @@ struct PlantModel {
 struct TrainReport {
   int samples = 0;
   double train_mse_norm = 0;  // final epoch's mean loss on normalised changes
+  double rollout_mse_first = 0, rollout_mse_last = 0;  // fine-tuning's rollout loss (m^2), first and last epoch
   double seconds = 0;
 };
 
@@ -117,6 +127,11 @@ lessons::Series identification_series(const lessons::TankConfig& cfg, const Iden
 // Root-mean-square one-step error of predictions (as one_step_predictions gives) against the
 // series' next levels, over rows [from, steps - 1).
 double one_step_rmse(const lessons::Series& s, const std::vector<float>& pred, int from);
+
+// The model as the MPC uses it: rollouts of `steps` steps from every `stride`-th measured
+// history of the series (its pump commands as the moves, no bias), the RMSE of all the
+// predicted levels against the measured ones (m).
+double rollout_rmse(const PlantModel& m, const lessons::Series& s, int steps, int stride = 25);
 
 // safetensors: the MLP's tensors (fc1.weight, ...), the config and normalisation in the
 // metadata ("lesson13.na", ...). load checks the file's shapes against its metadata.
