@@ -186,7 +186,7 @@ TEST_CASE("lesson13: the rollout's gradient w.r.t. the moves matches finite diff
   }
 }
 
-TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step better than persistence; save/load",
+TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step better than persistence, and save/load keeps it",
           "[lesson13]") {
   lessons::TankConfig cfg;
   cfg.steps = 6000;
