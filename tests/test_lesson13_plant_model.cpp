@@ -252,3 +252,37 @@ TEST_CASE("lesson13: fine-tuning on rollouts (backprop through time) lowers the 
   REQUIRE(rep.rollout_mse_last < rep.rollout_mse_first);  // its training loss went down
   REQUIRE(after < before);                                // and on another run too
 }
+
+TEST_CASE("lesson13: the rollout fine-tuning's weight gradient (backprop through time) matches finite differences",
+          "[lesson13][gradcheck]") {
+  lessons::TankConfig cfg;
+  cfg.steps = 200;
+  cfg.seed = 5;
+  const lessons::Series s = lesson13::identification_series(cfg);
+  const std::vector<float> y = s.channel("level"), u = s.channel("pump");
+  lesson13::PlantModel m = small_model();  // na 3, nb 6, tanh 8-8
+  m.cfg.nk = 2;
+  const int K = 6;
+  const std::vector<int> starts = {m.lag() - 1, m.lag() + 20, m.lag() + 57};
+  lesson13::rollout_loss_backward(m, y, u, starts, K);
+  std::vector<double> analytic;
+  std::vector<float*> where;
+  nn::Rng rng(9);
+  for (const nn::Param& p : m.mlp.params()) {
+    for (int i = 0; i < 6; ++i) {  // 6 entries of every tensor, at random
+      const int64_t idx = static_cast<int64_t>(rng.below(static_cast<uint32_t>(p.numel())));
+      where.push_back(p.data + idx);
+      analytic.push_back(p.grad[idx]);
+    }
+  }
+  double gg = 0;
+  for (size_t i = 0; i < where.size(); ++i) {
+    const double num = testing::central_difference(*where[i], 1e-2f, [&] {
+      return lesson13::rollout_loss_backward(m, y, u, starts, K);
+    });
+    CAPTURE(i, analytic[i], num);
+    REQUIRE(std::abs(analytic[i] - num) <= 2e-3 + 2e-2 * std::abs(num));
+    gg += analytic[i] * analytic[i];
+  }
+  REQUIRE(gg > 1e-4);
+}

@@ -229,6 +229,79 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
 
 // ---- training ----------------------------------------------------------------------------------
 
+double rollout_loss_backward(PlantModel& m, const std::vector<float>& y, const std::vector<float>& u,
+                             const std::vector<int>& starts, int K) {
+  const int B = static_cast<int>(starts.size());
+  NN_CHECK(B >= 1 && K >= 1, "rollout_loss_backward: need windows and K >= 1");
+  const size_t na = static_cast<size_t>(m.cfg.na), nb = static_cast<size_t>(m.cfg.nb), nk = static_cast<size_t>(m.cfg.nk);
+  const size_t nin = na + nb;
+  for (int t0 : starts) {
+    NN_CHECK(t0 >= m.lag() - 1 && t0 + K < static_cast<int>(y.size()) && y.size() == u.size(),
+             "rollout_loss_backward: window at " << t0 << " of " << K << " steps does not fit the series");
+  }
+  // Forward: step k of every window in one batch. lev[b]: the na measured levels, then the K
+  // predictions.
+  std::vector<std::vector<double>> lev(static_cast<size_t>(B));
+  std::vector<float> X(static_cast<size_t>(K) * static_cast<size_t>(B) * nin);
+  for (int b = 0; b < B; ++b) {
+    const int t0 = starts[static_cast<size_t>(b)];
+    lev[static_cast<size_t>(b)].assign(y.begin() + t0 + 1 - static_cast<std::ptrdiff_t>(na), y.begin() + t0 + 1);
+  }
+  for (int k = 0; k < K; ++k) {
+    for (int b = 0; b < B; ++b) {
+      const int t = starts[static_cast<size_t>(b)] + k;  // predicting y(t+1)
+      const std::vector<double>& L = lev[static_cast<size_t>(b)];
+      float* x = X.data() + (static_cast<size_t>(k) * static_cast<size_t>(B) + static_cast<size_t>(b)) * nin;
+      for (size_t i = 0; i < na; ++i) x[i] = static_cast<float>((L[L.size() - 1 - i] - m.level_mean) / m.level_std);
+      for (size_t j = 0; j < nb; ++j) x[na + j] = (u[static_cast<size_t>(t) - nk - j] - m.pump_mean) / m.pump_std;
+    }
+    const float* out = m.mlp.forward(X.data() + static_cast<size_t>(k) * static_cast<size_t>(B) * nin, B);
+    for (int b = 0; b < B; ++b) {
+      std::vector<double>& L = lev[static_cast<size_t>(b)];
+      L.push_back(L.back() + m.dlevel_mean + static_cast<double>(m.dlevel_std) * out[b]);
+    }
+  }
+  // The loss and dJ/d yhat (in units of the change's spread, so that the gradient's size
+  // matches one-step training's: the weights see (dlevel_std * dJ/dyhat) / dlevel_std^2).
+  const size_t K1 = static_cast<size_t>(K) + 1;
+  std::vector<double> gl(static_cast<size_t>(B) * K1, 0.0);
+  double loss = 0;
+  const double scale = 1.0 / (static_cast<double>(B) * K);
+  const double unit = 1.0 / (static_cast<double>(m.dlevel_std) * m.dlevel_std);
+  for (int b = 0; b < B; ++b) {
+    const int t0 = starts[static_cast<size_t>(b)];
+    for (int k = 0; k < K; ++k) {
+      const double err = lev[static_cast<size_t>(b)][na + static_cast<size_t>(k)] - y[static_cast<size_t>(t0 + k + 1)];
+      loss += err * err * scale;
+      gl[static_cast<size_t>(b) * K1 + static_cast<size_t>(k) + 1] = 2.0 * err * scale * unit;
+    }
+  }
+  // Backward through time: step k's forward again (the Mlp keeps only its last), then its
+  // backward with the input gradient; level lag i of step k is yhat_{k-i} (a prediction
+  // when k - i >= 1).
+  for (const nn::Param& p : m.mlp.params()) std::fill(p.grad, p.grad + p.numel(), 0.0f);
+  std::vector<float> dout(static_cast<size_t>(B)), dX(static_cast<size_t>(B) * nin);
+  for (int k = K - 1; k >= 0; --k) {
+    for (int b = 0; b < B; ++b) {
+      double* g = gl.data() + static_cast<size_t>(b) * K1;
+      const double G = g[k + 1];  // complete: every later step has added to it
+      if (k >= 1) g[k] += G;      // yhat_{k+1} = yhat_k + ...
+      dout[static_cast<size_t>(b)] = static_cast<float>(G * m.dlevel_std);
+    }
+    m.mlp.forward(X.data() + static_cast<size_t>(k) * static_cast<size_t>(B) * nin, B);
+    m.mlp.backward(dout.data(), B, dX.data());
+    for (int b = 0; b < B; ++b) {
+      double* g = gl.data() + static_cast<size_t>(b) * K1;
+      for (size_t i = 0; i < na; ++i) {
+        if (static_cast<size_t>(k) >= i + 1) {
+          g[static_cast<size_t>(k) - i] += static_cast<double>(dX[static_cast<size_t>(b) * nin + i]) / m.level_std;
+        }
+      }
+    }
+  }
+  return loss * unit;  // the loss whose gradient the weights now hold
+}
+
 namespace {
 
 // Fine-tuning on rollouts (PlantModelConfig::rollout_steps): B windows at a time, each K steps
@@ -243,8 +316,6 @@ std::pair<double, double> finetune_rollouts(PlantModel& m, const std::vector<flo
   for (int t = first; t + K < n; t += stride) starts.push_back(t);
   const int B = 32;
   NN_CHECK(static_cast<int>(starts.size()) >= B, "train_plant_model: too few windows for rollouts of " << K);
-  const size_t na = static_cast<size_t>(m.cfg.na), nb = static_cast<size_t>(m.cfg.nb), nk = static_cast<size_t>(m.cfg.nk);
-  const size_t nin = na + nb;
   nn::AdamConfig ac;
   ac.lr = cfg.rollout_lr;
   nn::Adam opt(m.mlp.params(), ac);
@@ -253,71 +324,13 @@ std::pair<double, double> finetune_rollouts(PlantModel& m, const std::vector<flo
   const int64_t total = static_cast<int64_t>(per_epoch) * cfg.rollout_epochs;
   int64_t step = 0;
   double first_loss = 0, last_loss = 0;
-  // Per window b: lev[b] = its na measured levels, then the K predictions.
-  std::vector<std::vector<double>> lev(B);
-  std::vector<float> X(static_cast<size_t>(K) * B * nin);
-  std::vector<double> gl(static_cast<size_t>(B) * (K + 1));
-  std::vector<float> dout(B), dX(static_cast<size_t>(B) * nin);
+  std::vector<int> batch(static_cast<size_t>(B));
   for (int e = 0; e < cfg.rollout_epochs; ++e) {
     for (size_t i = starts.size() - 1; i > 0; --i) std::swap(starts[i], starts[rng.below(static_cast<uint32_t>(i + 1))]);
     double epoch_loss = 0;
     for (int bi = 0; bi < per_epoch; ++bi) {
-      // Forward: step k of every window in one batch.
-      for (int b = 0; b < B; ++b) {
-        const int t0 = starts[static_cast<size_t>(bi * B + b)];
-        lev[static_cast<size_t>(b)].assign(y.begin() + t0 + 1 - static_cast<std::ptrdiff_t>(na), y.begin() + t0 + 1);
-      }
-      for (int k = 0; k < K; ++k) {
-        for (int b = 0; b < B; ++b) {
-          const int t = starts[static_cast<size_t>(bi * B + b)] + k;  // predicting y(t+1)
-          const std::vector<double>& L = lev[static_cast<size_t>(b)];
-          float* x = X.data() + (static_cast<size_t>(k) * B + static_cast<size_t>(b)) * nin;
-          for (size_t i = 0; i < na; ++i) x[i] = static_cast<float>((L[L.size() - 1 - i] - m.level_mean) / m.level_std);
-          for (size_t j = 0; j < nb; ++j) x[na + j] = (u[static_cast<size_t>(t) - nk - j] - m.pump_mean) / m.pump_std;
-        }
-        const float* out = m.mlp.forward(X.data() + static_cast<size_t>(k) * B * nin, B);
-        for (int b = 0; b < B; ++b) {
-          std::vector<double>& L = lev[static_cast<size_t>(b)];
-          L.push_back(L.back() + m.dlevel_mean + static_cast<double>(m.dlevel_std) * out[b]);
-        }
-      }
-      // The loss and dJ/d yhat.
-      double loss = 0;
-      std::fill(gl.begin(), gl.end(), 0.0);
-      const double scale = 1.0 / (static_cast<double>(B) * K);
-      for (int b = 0; b < B; ++b) {
-        const int t0 = starts[static_cast<size_t>(bi * B + b)];
-        for (int k = 0; k < K; ++k) {
-          const double err = lev[static_cast<size_t>(b)][na + static_cast<size_t>(k)] - y[static_cast<size_t>(t0 + k + 1)];
-          loss += err * err * scale;
-          // In units of the change's spread, so the gradient's size matches one-step training's.
-          gl[static_cast<size_t>(b) * (K + 1) + static_cast<size_t>(k) + 1] =
-              2.0 * err * scale / (static_cast<double>(m.dlevel_std) * m.dlevel_std);
-        }
-      }
-      epoch_loss += loss;
-      // Backward through time: step k's forward again (the Mlp keeps only its last), then its
-      // backward with the input gradient; level lag i of step k is yhat_{k-i} (a prediction
-      // when k - i >= 1).
-      opt.zero_grad();
-      for (int k = K - 1; k >= 0; --k) {
-        for (int b = 0; b < B; ++b) {
-          double* g = gl.data() + static_cast<size_t>(b) * (K + 1);
-          const double G = g[k + 1];  // complete: every later step has added to it
-          if (k >= 1) g[k] += G;      // yhat_{k+1} = yhat_k + ...
-          dout[static_cast<size_t>(b)] = static_cast<float>(G * m.dlevel_std);
-        }
-        m.mlp.forward(X.data() + static_cast<size_t>(k) * B * nin, B);
-        m.mlp.backward(dout.data(), B, dX.data());
-        for (int b = 0; b < B; ++b) {
-          double* g = gl.data() + static_cast<size_t>(b) * (K + 1);
-          for (size_t i = 0; i < na; ++i) {
-            if (static_cast<size_t>(k) >= i + 1) {
-              g[static_cast<size_t>(k) - i] += static_cast<double>(dX[static_cast<size_t>(b) * nin + i]) / m.level_std;
-            }
-          }
-        }
-      }
+      std::copy(starts.begin() + bi * B, starts.begin() + (bi + 1) * B, batch.begin());
+      epoch_loss += rollout_loss_backward(m, y, u, batch, K) * static_cast<double>(m.dlevel_std) * m.dlevel_std;
       opt.config().lr = nn::cosine_lr(cfg.rollout_lr, 0.05f, static_cast<double>(step) / static_cast<double>(total));
       opt.step();
       ++step;

@@ -114,6 +114,14 @@ struct TrainReport {
 PlantModel train_plant_model(const lessons::Series& train, const PlantModelConfig& cfg, uint64_t seed,
                              TrainReport* report = nullptr);
 
+// One step of the rollout fine-tuning: rollouts of K steps from each window start t0 (the
+// model fed its own levels, the series' pump commands), the loss
+//   J = mean over windows and steps of (yhat - y)^2 / dlevel_std^2
+// returned, and its gradient w.r.t. the MLP's weights ASSIGNED to their grads (backprop
+// through time). The fine-tuning's epochs report J * dlevel_std^2 (m^2).
+double rollout_loss_backward(PlantModel& m, const std::vector<float>& y, const std::vector<float>& u,
+                             const std::vector<int>& starts, int K);
+
 // Identification data: the tank under its PI, the setpoint schedule widened to the range the
 // controller will be asked to work in, with a random dither added to the pump command (a
 // level held for 5-40 steps, uniform in +-dither): closed-loop data alone has the pump follow
