@@ -430,6 +430,11 @@ def compare_signal(np, table, name, peer, rec, upto, note=""):
               float(rec[i]) if upto else float("nan"), diff, tol, diff <= tol, note or f"worst at t = {i}")
 
 
+def num(v):
+    """A record's number; null (what the C++ writes for NaN, e.g. a step that never settled) is NaN."""
+    return float("nan") if v is None else float(v)
+
+
 def close_metric(ours, theirs, rtol=0.0, atol=0.0):
     if math.isnan(ours) or math.isnan(theirs):
         return math.isnan(ours) and math.isnan(theirs)
@@ -459,7 +464,7 @@ def run_checks(rec, peers, use_do_mpc):
     src = "python-control y" if not sat else "recursion y (saturated)"
     for k, rtol, atol in (("iae", METRIC_RTOL, 1e-12), ("ise", METRIC_RTOL, 1e-15), ("overshoot", 0.0, OVERSHOOT_ATOL),
                           ("settling_time", 0.0, dt * 1.0001)):
-        theirs = float(met[k]) if met[k] is not None else float("nan")
+        theirs = num(met[k])
         ok = close_metric(ours[k], theirs, rtol, atol)
         table.add(f"PI {k} (from {src})", float(ours[k]), theirs, abs(ours[k] - theirs),
                   f"{rtol:g} rel" if rtol else f"{atol:.4g}", ok)
@@ -468,25 +473,19 @@ def run_checks(rec, peers, use_do_mpc):
     delta = pi["setpoint_to"] - pi["setpoint_from"]
     k0 = int(pi["step_at"])
     tt = np.arange(steps - k0) * dt
+    os_rec, st_rec = num(met["overshoot"]), num(met["settling_time"])
+    infos = []
     if not sat:
         _, _, T_y, _ = pi_transfer_functions(control, plant, pi)
-        info_tf = control.step_info(T_y, tt, SettlingTimeThreshold=band)
-        table.add("PI overshoot, step_info(closed-loop TF) %", float(info_tf["Overshoot"]), float(met["overshoot"]),
-                  abs(info_tf["Overshoot"] - met["overshoot"]), OVERSHOOT_ATOL,
-                  abs(info_tf["Overshoot"] - met["overshoot"]) <= OVERSHOOT_ATOL)
-        ok = close_metric(info_tf["SettlingTime"], float(met["settling_time"] if met["settling_time"] is not None else "nan"),
-                          0.0, dt * 1.0001)
-        table.add("PI settling time, step_info(closed-loop TF)", float(info_tf["SettlingTime"]),
-                  float(met["settling_time"] if met["settling_time"] is not None else "nan"),
-                  abs(info_tf["SettlingTime"] - (met["settling_time"] or float("nan"))), dt, ok)
+        infos.append(("closed-loop TF", control.step_info(T_y, tt, SettlingTimeThreshold=band)))
     y_dev = np.asarray(y_rec[k0:], dtype=float) - pi["setpoint_from"]
-    info_rec = control.step_info(y_dev, tt, final_output=delta, SettlingTimeThreshold=band)
-    st = float(met["settling_time"]) if met["settling_time"] is not None else float("nan")
-    table.add("PI overshoot, step_info(record's y) %", float(info_rec["Overshoot"]), float(met["overshoot"]),
-              abs(info_rec["Overshoot"] - met["overshoot"]), OVERSHOOT_ATOL,
-              abs(info_rec["Overshoot"] - met["overshoot"]) <= OVERSHOOT_ATOL)
-    table.add("PI settling time, step_info(record's y)", float(info_rec["SettlingTime"]), st,
-              abs(info_rec["SettlingTime"] - st), dt, close_metric(info_rec["SettlingTime"], st, 0.0, dt * 1.0001))
+    infos.append(("record's y", control.step_info(y_dev, tt, final_output=delta, SettlingTimeThreshold=band)))
+    for src_name, info in infos:
+        ov, st = float(info["Overshoot"]), float(info["SettlingTime"])
+        table.add(f"PI overshoot %, step_info({src_name})", ov, os_rec, abs(ov - os_rec), OVERSHOOT_ATOL,
+                  close_metric(ov, os_rec, 0.0, OVERSHOOT_ATOL))
+        table.add(f"PI settling time, step_info({src_name})", st, st_rec, abs(st - st_rec), dt,
+                  close_metric(st, st_rec, 0.0, dt * 1.0001))
 
     # (b) the MPC
     p = mpc_problem(plant, rec["mpc"])
