@@ -294,39 +294,48 @@ else:
               "only the record's errors are plotted")'''
 
 mpc_cell = '''# MPC against PI (parts.mpc, lessons/13-control/mpc_part.h): the comparison table over the
-# standard scenarios, and the step responses from the logs the part writes, when it does.
+# standard scenarios, the metrics where the MPC loses, and the step logs the part writes
+# (<out-dir>/mpc_<scenario>.csv: t, setpoint, drain, dead_time, level_pi, u_pi, level_mpc, u_mpc).
 mp = records.get("mpc")
 if mp is None:
     print("mpc: not run (see above)")
 else:
-    keys = ["iae", "ise", "overshoot_pct", "settling_time", "constraint_violations", "effort_du", "compute_ms_median"]
+    model = mp.get("model", {})
+    print(f"plant model: {model.get('source')}, hidden {model.get('hidden')}, {model.get('params')} parameters, "
+          f"one-step RMSE {fmt(model.get('val_rmse'))} m (persistence {fmt(model.get('persistence_rmse'))} m)")
+    print("MPC:", mp.get("mpc"))
+    keys = ["iae", "ise", "overshoot_pct", "settling_time", "unsettled", "constraint_violations", "effort_du",
+            "compute_ms_median", "compute_ms_max"]
     rows = []
-    for sc in mp.get("scenarios", []):
-        for ctrl in sc.get("controllers", []):
-            m = ctrl.get("metrics", ctrl)
-            rows.append([sc.get("name", "?"), ctrl.get("name", "?")] + [fmt(m.get(k)) for k in keys])
-    if rows:
-        print_table(["scenario", "controller"] + keys, rows)
-    else:
-        print("parts.mpc fields:", ", ".join(sorted(mp.keys())))
-    logs = sorted(glob.glob("lesson13-out/**/*mpc*.csv", recursive=True) + glob.glob("lesson13-out/**/*loop*.csv", recursive=True))
-    for path in logs[:4]:
+    for sc in mp["scenarios"]:
+        for ctrl in ("pi", "mpc"):
+            rows.append([sc["name"], ctrl] + [fmt(sc[ctrl].get(k)) for k in keys])
+    print_table(["scenario", "controller"] + keys, rows)
+    for sc in mp["scenarios"]:
+        worse = sc.get("mpc_worse", [])
+        print(f"{sc['name']}: the MPC is worse than the PI on " + (", ".join(worse) if worse else "nothing measured here"))
+    logs = sorted(glob.glob("lesson13-out/**/mpc_*.csv", recursive=True))
+    for path in logs:
         cols = read_csv(path)
-        fig, ax = plt.subplots(2, 1, figsize=(9, 4.5), sharex=True)
-        for k, v in cols.items():
-            if v.dtype.kind != "f":
-                continue
-            if "level" in k or "setpoint" in k or k.startswith("y") or k.startswith("r"):
-                ax[0].plot(v, lw=0.8, label=k)
-            elif k.startswith("u") or "pump" in k:
-                ax[1].plot(v, lw=0.8, label=k)
-        ax[0].set_ylabel("level (m)"); ax[1].set_ylabel("u"); ax[1].set_xlabel("step")
-        for a_ in ax: a_.legend(fontsize=7); a_.grid(alpha=0.3)
-        fig.suptitle(os.path.relpath(path, "lesson13-out"), fontsize=9)
+        t = cols["t"]
+        fig, ax = plt.subplots(2, 1, figsize=(9, 4.8), sharex=True)
+        ax[0].plot(t, cols["setpoint"], "k--", lw=1, label="setpoint")
+        ax[0].plot(t, cols["level_pi"], lw=0.9, label="PI")
+        ax[0].plot(t, cols["level_mpc"], lw=0.9, label="MPC")
+        ax[1].plot(t, cols["u_pi"], lw=0.8, label="u PI")
+        ax[1].plot(t, cols["u_mpc"], lw=0.8, label="u MPC")
+        if np.nanmax(cols["drain"]) > 0:
+            ax2 = ax[1].twinx(); ax2.plot(t, cols["drain"], color="gray", lw=0.8, ls=":", label="drain")
+            ax2.set_ylabel("drain (m^3/s)", fontsize=8)
+        d = cols["dead_time"]
+        if np.nanmax(d) != np.nanmin(d):
+            ax[0].set_title(f"dead time {int(np.nanmin(d))} -> {int(np.nanmax(d))} steps", fontsize=8)
+        ax[0].set_ylabel("true level (m)"); ax[1].set_ylabel("pump command"); ax[1].set_xlabel("t (s)")
+        for a_ in ax: a_.legend(fontsize=7, loc="upper left"); a_.grid(alpha=0.3)
+        fig.suptitle(os.path.basename(path) + ("  [QUICK]" if quick else ""), fontsize=9)
         plt.tight_layout(); plt.show()
     if not logs:
-        print("the mpc part writes no closed-loop time series under --out-dir: the step responses above "
-              "(by hand, on the linear plant) stand in for them")'''
+        raise RuntimeError("the mpc part wrote no mpc_<scenario>.csv under --out-dir (mpc_part.h says it does)")'''
 
 faults_cell = '''# Fault detection (parts.faults, lessons/13-control/faults_part.h): detection delay, false
 # alarms per hour and missed faults; residual plots from the logs the part writes, when it does.
