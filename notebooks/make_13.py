@@ -219,6 +219,45 @@ for a_, fault in zip(ax, ("stuck", "drift")):
 ax[1].set_xlabel("t (s)")
 plt.tight_layout(); plt.show()'''
 
+soft_by_hand = '''# The soft sensor by hand, on the plant logs the lesson ships (lessons/13-control/data, CSV in
+# cm, %, l/min): the drain flow that nobody measures, estimated from pump, level and outflow.
+#   physics: d = q - k sqrt(y) with the simulator's outlet coefficient k (known exactly here only)
+#   linear:  least squares on a window of the last W samples of (pump, level, outflow)
+# The soft-sensor part adds the network (its errors are in the record, below).
+data_dir = os.path.join(src, "lessons", "13-control", "data")
+def load_log(name):
+    with open(os.path.join(data_dir, name)) as f:
+        rows = [line for line in f if not line.startswith("#")]
+    cols = {k: np.array(v) for k, v in zip(rows[0].strip().split(","), zip(*[[float(x) if x else np.nan for x in r.strip().split(",")] for r in rows[1:]]))}
+    lpm = 1e-3 / 60.0                               # l/min -> m^3/s
+    return {"pump": cols["pump_pct"] / 100, "level": cols["level_cm"] / 100, "outflow": cols["outflow_lpm"] * lpm,
+            "drain": cols["drain_lpm"] * lpm}
+
+if not os.path.exists(os.path.join(data_dir, "tank_log_test.csv")):
+    print(f"the shipped logs are not in {data_dir}: skipped")
+else:
+    train, test = load_log("tank_log_train.csv"), load_log("tank_log_test.csv")
+    W = 16
+    def windows(log):
+        X = np.stack([log["pump"], log["level"], log["outflow"]], axis=1)
+        return np.stack([X[t - W + 1:t + 1].ravel() for t in range(W - 1, len(X))]), log["drain"][W - 1:]
+    Xtr, dtr = windows(train); Xte, dte = windows(test)
+    mu, sd = Xtr.mean(0), Xtr.std(0) + 1e-12
+    A = np.hstack([(Xtr - mu) / sd, np.ones((len(Xtr), 1))])
+    theta = np.linalg.solve(A.T @ A + 1e-9 * np.trace(A.T @ A) * np.eye(A.shape[1]), A.T @ dtr)
+    est = {"linear": np.hstack([(Xte - mu) / sd, np.ones((len(Xte), 1))]) @ theta,
+           "physics": test["outflow"][W - 1:] - k_out * np.sqrt(np.maximum(test["level"][W - 1:], 0))}
+    rmse = lambda e: float(np.sqrt(np.mean((e - dte) ** 2)))
+    print_table(["estimator", "RMSE (m^3/s)", "RMSE (l/min)"], [[k, f"{rmse(v):.3g}", f"{rmse(v) * 6e4:.3g}"] for k, v in est.items()])
+    n = min(1500, len(dte))
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    ax.plot(dte[:n] * 6e4, "k", lw=1.2, label="true drain (the simulator's)")
+    for k, v in est.items():
+        ax.plot(v[:n] * 6e4, lw=0.7, alpha=0.8, label=k)
+    ax.set_xlabel("t (s)"); ax.set_ylabel("drain (l/min)"); ax.grid(alpha=0.3); ax.legend(fontsize=7)
+    ax.set_title("soft sensor on tank_log_test.csv: the estimate against the truth", fontsize=9)
+    plt.tight_layout(); plt.show()'''
+
 run_cell = '''# The lesson's parts, each with --quick and --json; the time series they write go to out/.
 parts = ["soft-sensor", "mpc", "faults", "export"]
 records, not_written = {}, []
@@ -412,6 +451,13 @@ The model predicts the next measurement; a healthy transmitter's residual is noi
 threshold is chosen on fault-free data only, then applied to a stuck and a drifting transmitter
 (exercise 30 does it with a persistence count; the faults part with the learned model).'''),
     code(residuals),
+    md('''## A soft sensor by hand
+
+The drain valve is the disturbance nothing measures. From the logs the lesson ships (the CSV a
+real plant's historian would give, read here with plain Python), two estimators a control
+engineer would try first: the physics formula and a linear regression on a window of the
+measured signals. The network of the soft-sensor part is measured against both.'''),
+    code(soft_by_hand),
     md('''## Run the parts
 
 `lesson13 --part soft-sensor|mpc|faults|export --json ...`: each record is checked for its
