@@ -534,8 +534,11 @@ def run_checks(rec, peers, use_do_mpc):
         prev = v
     table.add("MPC record's moves: bound/rate violations", float(viol), 0.0, float(viol), 0, viol == 0,
               "rate: 1e-5 for the printed digits")
-    return table, {"solver": rec["mpc"].get("solver", "?"), "iterations": rec["mpc"].get("iterations", "?"),
-                   "saturated": bool(sat)}
+    m = rec["mpc"]
+    solver = f"{m.get('solver', '?')} ({m.get('iterations', '?')} iterations"
+    if "converged" in m:
+        solver += f", {'converged' if m['converged'] else 'NOT converged'}, last step {m.get('last_step', '?')}"
+    return table, {"solver": solver + ")", "saturated": bool(sat)}
 
 
 def main():
@@ -564,7 +567,7 @@ def main():
     table, info = run_checks(rec, peers, not args.no_do_mpc)
     print(f"control_peer: {args.record}: python-control {control.__version__}, CasADi {ca.__version__}"
           + (f", do-mpc {do_mpc.__version__}" if do_mpc is not None else "")
-          + f"; the record's MPC solver: {info['solver']} ({info['iterations']} iterations)")
+          + f"; the record's MPC solver: {info['solver']}")
     table.print()
     if table.failed:
         print(f"control_peer: {table.failed} check(s) DIFFER")
