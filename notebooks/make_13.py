@@ -285,7 +285,7 @@ print("files under --out-dir:", ", ".join(written[:40]) or "(none)")
 def read_csv(path):
     """A CSV with a header row as {column: np.array} (numbers; text columns kept as text)."""
     with open(path, newline="") as f:
-        rows = list(csv.reader(f))
+        rows = list(csv.reader(line for line in f if not line.startswith("#")))  # '#' lines: comments
     cols = {}
     for i, name in enumerate(rows[0]):
         vals = [row[i] for row in rows[1:] if len(row) > i]
@@ -316,18 +316,20 @@ else:
     ax.set_ylabel(f"RMSE ({ss.get('units', '?')})"); ax.legend(fontsize=8); ax.grid(alpha=0.3, axis="y")
     ax.set_title("soft sensor: error by regime" + ("  [QUICK]" if quick else ""), fontsize=9)
     plt.tight_layout(); plt.show()
-    # The estimate against the truth, over time, when the part writes it (a CSV with the truth
-    # and an estimate column under --out-dir).
-    logs = [p for p in glob.glob("lesson13-out/**/*soft*sensor*.csv", recursive=True)]
+    # The estimates against the truth over the test log: <out-dir>/soft_sensor_test.csv (time,
+    # level_m, outflow_lpm, drain_true_lpm, drain_network_lpm, drain_linear_lpm, drain_physics_lpm).
+    logs = sorted(glob.glob("lesson13-out/**/soft_sensor*.csv", recursive=True))
     if logs:
         cols = read_csv(logs[0])
-        tcol = next((k for k in cols if k.startswith("t")), None)
-        fig, ax = plt.subplots(figsize=(9, 3.2))
-        for k, v in cols.items():
-            if k != tcol and v.dtype.kind == "f":
-                ax.plot(cols[tcol] if tcol else np.arange(len(v)), v, lw=0.8, label=k)
-        ax.set_title(f"{os.path.basename(logs[0])}: estimates against the truth", fontsize=9)
-        ax.legend(fontsize=7); ax.grid(alpha=0.3); plt.tight_layout(); plt.show()
+        n = min(1500, len(cols["time"]))
+        fig, ax = plt.subplots(figsize=(9, 3.4))
+        ax.plot(cols["time"][:n], cols["drain_true_lpm"][:n], "k", lw=1.3, label="true drain")
+        for k in ("drain_network_lpm", "drain_linear_lpm", "drain_physics_lpm"):
+            if k in cols:
+                ax.plot(cols["time"][:n], cols[k][:n], lw=0.7, alpha=0.8, label=k[6:-4])
+        ax.set_xlabel("t (s)"); ax.set_ylabel("drain (l/min)"); ax.grid(alpha=0.3); ax.legend(fontsize=7)
+        ax.set_title(f"{os.path.basename(logs[0])}: the estimates against the truth" + ("  [QUICK]" if quick else ""), fontsize=9)
+        plt.tight_layout(); plt.show()
     else:
         print("the soft-sensor part writes no time series of its estimates under --out-dir: "
               "only the record's errors are plotted")'''
@@ -376,19 +378,39 @@ else:
     if not logs:
         raise RuntimeError("the mpc part wrote no mpc_<scenario>.csv under --out-dir (mpc_part.h says it does)")'''
 
-faults_cell = '''# Fault detection (parts.faults, lessons/13-control/faults_part.h): detection delay, false
-# alarms per hour and missed faults; residual plots from the logs the part writes, when it does.
+faults_cell = '''# Fault detection (parts.faults, lessons/13-control/faults_part.h): per detector, the threshold
+# chosen on fault-free runs, the false alarms per hour on OTHER fault-free runs, and per fault
+# kind the faults detected, missed and the detection delay. Residual time series are plotted
+# when the part writes them under --out-dir (a CSV named *fault* or *residual*).
 fa = records.get("faults")
 if fa is None:
     print("faults: not run (see above)")
 else:
-    print("parts.faults fields:", ", ".join(sorted(fa.keys())))
-    for k, v in fa.items():
-        if isinstance(v, list) and v and isinstance(v[0], dict):
-            cols = sorted({c for row in v for c, x in row.items() if not isinstance(x, (list, dict))})
-            print(f"\\n{k}:")
-            print_table(cols, [[fmt(row.get(c)) for c in cols] for row in v])
-    logs = sorted(glob.glob("lesson13-out/**/*fault*.csv", recursive=True) + glob.glob("lesson13-out/**/*residual*.csv", recursive=True))
+    print(f"{fa.get('eval_runs')} evaluation run(s) of {fa.get('steps_per_run')} periods, {fa.get('onsets_per_kind')} onsets per "
+          f"kind per run, alarm within {fa.get('within')} periods, target {fa.get('target_per_hour')} false alarms/hour")
+    rows = []
+    for det in fa["detectors"]:
+        row = [det["name"], det.get("model", ""), fmt(det.get("threshold")), fmt(det.get("false_alarms_per_hour"))]
+        for kind in ("stuck", "drift"):
+            f = det["faults"][kind]
+            row += [f"{f['detected']}/{f['onsets']}", fmt(f.get("delay_s_median"))]
+        rows.append(row)
+    print_table(["detector", "model", "threshold", "false alarms/h", "stuck found", "delay s (median)",
+                 "drift found", "delay s (median)"], rows)
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.2))
+    names = [det["name"] for det in fa["detectors"]]
+    for a_, kind in zip(ax, ("stuck", "drift")):
+        delays = [det["faults"][kind].get("delay_s_median") for det in fa["detectors"]]
+        found = [det["faults"][kind]["detected"] / max(det["faults"][kind]["onsets"], 1) for det in fa["detectors"]]
+        x = np.arange(len(names))
+        a_.bar(x, [0 if d is None else d for d in delays])
+        a_.set_xticks(x, names)
+        for i, (d, fr) in enumerate(zip(delays, found)):
+            a_.text(i, 0 if d is None else d, f"{100 * fr:.0f}% found", ha="center", va="bottom", fontsize=7)
+        a_.set_title(f"{kind} transmitter: median detection delay" + ("  [QUICK]" if quick else ""), fontsize=9)
+        a_.set_ylabel("s"); a_.grid(alpha=0.3, axis="y")
+    plt.tight_layout(); plt.show()
+    logs = sorted(set(glob.glob("lesson13-out/**/*fault*.csv", recursive=True) + glob.glob("lesson13-out/**/*residual*.csv", recursive=True)))
     for path in logs[:4]:
         cols = read_csv(path)
         fig, ax = plt.subplots(figsize=(9, 3))
@@ -398,8 +420,8 @@ else:
         ax.set_title(os.path.relpath(path, "lesson13-out"), fontsize=9); ax.legend(fontsize=7); ax.grid(alpha=0.3)
         plt.tight_layout(); plt.show()
     if not logs:
-        print("the faults part writes no residual time series under --out-dir: the residual plots above "
-              "(by hand, on the linear plant) stand in for them")'''
+        print("the faults part writes no residual time series under --out-dir: the residual plots with the "
+              "threshold and the onset are the by-hand ones above")'''
 
 export_cell = '''# Export (parts.export, lessons/13-control/export_part.h): the network as C99, its size, RAM,
 # time per step and agreement with the C++ model; the fixed-period run's jitter.
