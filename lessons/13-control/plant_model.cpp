@@ -9,6 +9,8 @@
 #include <map>
 
 #include "io/safetensors.h"
+#include "kernels/linear.h"
+#include "nn/ops.h"
 #include "nn/check.h"
 #include "nn/optim.h"
 #include "nn/rng.h"
@@ -36,6 +38,72 @@ std::string fstr(double v) {
   return buf;
 }
 
+// One window through the MLP at batch 1, with the plain-loop rung of the linear op
+// (kernels::linear_forward_v1: one dot product per output). The MPC evaluates the network
+// thousands of times per control step one window at a time (a rollout is sequential), and at
+// batch 1 the cache-blocked sgemm that Mlp::forward calls for training batches spends more on
+// packing and threads than on the 2-3 thousand multiply-adds. Same weights, same layout: the
+// result agrees with Mlp::forward to float rounding (tests/test_lesson13_plant_model.cpp).
+struct Acts {
+  std::vector<std::vector<float>> pre, post;  // per layer, as Mlp keeps them
+};
+
+void act_forward(nn::Activation a, float* out, const float* in, int64_t n) {
+  switch (a) {
+    case nn::Activation::ReLU: nn::relu_forward(out, in, n); break;
+    case nn::Activation::Tanh: nn::tanh_forward(out, in, n); break;
+    case nn::Activation::Sigmoid: nn::sigmoid_forward(out, in, n); break;
+  }
+}
+
+void act_backward(nn::Activation a, float* din, const float* dout, const float* pre, const float* post, int64_t n) {
+  switch (a) {
+    case nn::Activation::ReLU: nn::relu_backward(din, dout, pre, n); break;
+    case nn::Activation::Tanh: nn::tanh_backward(din, dout, post, n); break;
+    case nn::Activation::Sigmoid: nn::sigmoid_backward(din, dout, post, n); break;
+  }
+}
+
+float net_forward1(nn::Mlp& mlp, const float* x, Acts& a) {
+  std::vector<nn::Linear>& layers = mlp.layers();
+  a.pre.resize(layers.size());
+  a.post.resize(layers.size());
+  const float* h = x;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const nn::Linear& L = layers[l];
+    a.pre[l].resize(static_cast<size_t>(L.out_features));
+    a.post[l].resize(static_cast<size_t>(L.out_features));
+    kernels::linear_forward_v1(a.pre[l].data(), h, L.weight.data(), L.bias.data(), 1, L.in_features, L.out_features);
+    if (l + 1 == layers.size()) return a.pre[l][0];
+    act_forward(mlp.config().activation, a.post[l].data(), a.pre[l].data(), L.out_features);
+    h = a.post[l].data();
+  }
+  return 0.0f;  // unreachable: an Mlp has a layer
+}
+
+// d(out)/dx * dout -> dx (inputs()), from the activations of net_forward1 on x. No weight
+// gradients: the MPC changes the moves, not the model.
+void net_backward1(nn::Mlp& mlp, const float* x, const Acts& a, float dout, float* dx) {
+  std::vector<nn::Linear>& layers = mlp.layers();
+  std::vector<float> g(1, dout), gin, gpre;
+  for (size_t l = layers.size(); l-- > 0;) {
+    const nn::Linear& L = layers[l];
+    float* dst = dx;
+    if (l > 0) {
+      gin.assign(static_cast<size_t>(L.in_features), 0.0f);
+      dst = gin.data();
+    }
+    const float* inp = l == 0 ? x : a.post[l - 1].data();
+    kernels::linear_backward_v1<float>(dst, nullptr, nullptr, g.data(), inp, L.weight.data(), 1, L.in_features,
+                                       L.out_features);
+    if (l == 0) break;
+    gpre.assign(gin.size(), 0.0f);
+    act_backward(mlp.config().activation, gpre.data(), gin.data(), a.pre[l - 1].data(), a.post[l - 1].data(),
+                 static_cast<int64_t>(gin.size()));
+    g.swap(gpre);
+  }
+}
+
 }  // namespace
 
 PlantModel::PlantModel(const PlantModelConfig& c, uint64_t seed)
@@ -56,7 +124,8 @@ void PlantModel::features(std::span<const float> levels, std::span<const float> 
 float PlantModel::predict_next(std::span<const float> levels, std::span<const float> pumps) const {
   std::vector<float> x(static_cast<size_t>(inputs()));
   features(levels, pumps, x.data());
-  const float out = mlp.forward(x.data(), 1)[0];
+  Acts acts;
+  const float out = net_forward1(mlp, x.data(), acts);
   return levels.back() + dlevel_mean + dlevel_std * out;
 }
 
@@ -103,11 +172,12 @@ void PlantModel::rollout(std::span<const float> levels, std::span<const float> p
   lev.reserve(na + H);
   pu.reserve(nb1 + H);
   std::vector<float> x(static_cast<size_t>(inputs()));
+  Acts acts;
   double y = lev.back();
   for (size_t k = 0; k < H; ++k) {
     pu.push_back(static_cast<float>(moves[k]));
     features(lev, pu, x.data());
-    const float out = mlp.forward(x.data(), 1)[0];
+    const float out = net_forward1(mlp, x.data(), acts);
     y = y + dlevel_mean + static_cast<double>(dlevel_std) * out + bias;
     y_pred[k] = y;
     lev.push_back(static_cast<float>(y));
@@ -120,17 +190,21 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
   const size_t H = moves.size();
   NN_CHECK(dy_pred.size() == H && dmoves.size() == H, "PlantModel::rollout_backward: dy_pred and dmoves must hold "
                                                           << H << " values");
-  // Forward again, keeping every step's features (the MLP keeps only its last forward).
-  std::vector<double> y_pred(H);
-  rollout(levels, past_pumps, moves, bias, y_pred);
+  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(cfg.nb),
+           "PlantModel::rollout_backward: need " << cfg.na << " levels and " << cfg.nb - 1 << " past commands");
+  // The forward again (as rollout does), keeping every step's features and activations.
   const size_t na = static_cast<size_t>(cfg.na), nb = static_cast<size_t>(cfg.nb), nin = na + nb;
   std::vector<float> lev(levels.end() - static_cast<std::ptrdiff_t>(na), levels.end());
   std::vector<float> pu(past_pumps.end() - static_cast<std::ptrdiff_t>(nb - 1), past_pumps.end());
   std::vector<float> xs(H * nin);
+  std::vector<Acts> acts(H);
+  double y = lev.back();
   for (size_t k = 0; k < H; ++k) {
     pu.push_back(static_cast<float>(moves[k]));
     features(lev, pu, xs.data() + k * nin);
-    lev.push_back(static_cast<float>(y_pred[k]));
+    const float out = net_forward1(mlp, xs.data() + k * nin, acts[k]);
+    y = y + dlevel_mean + static_cast<double>(dlevel_std) * out + bias;
+    lev.push_back(static_cast<float>(y));
   }
   // Backward through time. yhat_0 = y(t) is measured (no gradient); yhat_{k+1} = y_pred[k].
   // gl[j]: dJ/d yhat_j from the steps after j, gathered as they are visited (in reverse).
@@ -143,8 +217,7 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
     const double G = dy_pred[k] + gl[k + 1];  // dJ/d yhat_{k+1}, complete now
     if (k >= 1) gl[k] += G;                   // the direct path yhat_k -> yhat_{k+1}
     const float dout = static_cast<float>(G * dlevel_std);
-    mlp.forward(xs.data() + k * nin, 1);
-    mlp.backward(&dout, 1, dx.data());
+    net_backward1(mlp, xs.data() + k * nin, acts[k], dout, dx.data());
     for (size_t i = 0; i < na; ++i) {
       if (k >= i + 1) gl[k - i] += static_cast<double>(dx[i]) / level_std;
     }

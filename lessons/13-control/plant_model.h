@@ -16,7 +16,12 @@
 // For the MPC (mpc.h) the model runs forward H steps on its own predictions, the future pump
 // moves as inputs (a rollout), and gives the gradient of a cost of the predicted levels with
 // respect to those moves: backpropagation through the H copies of the MLP (through time, as
-// lesson 05 did for the RNN), with the input gradient of nn::Mlp::backward.
+// lesson 05 did for the RNN), the input gradient of each copy as nn::Mlp::backward(..., dx)
+// computes it. A rollout goes one window at a time, so predict_next, rollout and
+// rollout_backward run the MLP's layers at batch 1 with the linear op's plain-loop rung
+// (kernels::linear_forward_v1 / linear_backward_v1), not through Mlp::forward's sgemm (made
+// for training batches: at batch 1 its packing and threads cost more than the arithmetic).
+// The two agree to float rounding (tested).
 //
 // Everything is public: H3 exports the feature layout, the normalisation constants and the
 // MLP's weights to C; H3's fault detector uses one_step_predictions' residuals.
@@ -74,8 +79,8 @@ struct PlantModel {
   void rollout(std::span<const float> levels, std::span<const float> past_pumps, std::span<const double> moves,
                double bias, std::span<double> y_pred) const;
   // The gradient of a cost J(y_pred) w.r.t. the moves, given dJ/dy_pred (H): backprop through
-  // the rollout (its forward is recomputed). dmoves (H) is assigned. Accumulates into the
-  // MLP's weight gradients as a side effect (harmless: training zeroes them).
+  // the rollout (its forward is recomputed, keeping each step's activations). dmoves (H) is
+  // assigned; the weights' gradients are left alone.
   void rollout_backward(std::span<const float> levels, std::span<const float> past_pumps,
                         std::span<const double> moves, double bias, std::span<const double> dy_pred,
                         std::span<double> dmoves) const;
