@@ -151,20 +151,25 @@ def setpoints(pi):
 
 def pi_loop_recursion(plant, pi):
     """The loop as lessons::PiController and a pipe of d commands run it (clamp, anti-windup).
-    Row t: y(t) the level at time t, u(t) the command computed from it."""
+    Row t: y(t) the level at time t, u(t) the command computed from it. Also returns the first t
+    at which the loop left the linear law (the anti-windup held the integral, or the clamp cut
+    the command), or None: python-control's linear loop holds only before it."""
     a, b, c, d, dt = plant["a"], plant["b"], plant["c"], int(plant["dead_time"]), plant["dt"]
     y = pi["setpoint_from"]
     u_rest = rest_command(plant, y)
     integral = u_rest
     pipe = [u_rest] * d  # oldest first: pipe[0] = u(t-d)
-    ys, us = [], []
+    ys, us, first_nonlinear = [], [], None
     for r in setpoints(pi):
         e = r - y
         integral_next = integral + pi["ki"] * dt * e
         u_raw = pi["kp"] * e + integral_next
-        if not ((u_raw > pi["u_max"] and e > 0) or (u_raw < pi["u_min"] and e < 0)):
+        held = (u_raw > pi["u_max"] and e > 0) or (u_raw < pi["u_min"] and e < 0)
+        if not held:
             integral = integral_next
         u = min(max(pi["kp"] * e + integral, pi["u_min"]), pi["u_max"])
+        if first_nonlinear is None and (held or u != pi["kp"] * e + integral):
+            first_nonlinear = len(ys)
         ys.append(y)
         us.append(u)
         if d > 0:
@@ -173,7 +178,7 @@ def pi_loop_recursion(plant, pi):
         else:
             arriving = u
         y = a * y + b * arriving + c
-    return ys, us
+    return ys, us, first_nonlinear
 
 
 def pi_transfer_functions(control, plant, pi):
@@ -360,7 +365,7 @@ def mpc_do_mpc(np, do_mpc, p):
 
 # ---- the reference record (development, self-test) ------------------------------------------------
 
-def make_reference(path):
+def make_reference(path, setpoint_to=0.55):
     """A record from this file's own Python: the tank of lessons/common/plant.h (TankConfig's
     defaults) linearised at 0.5 m, its PI loop by pi_loop_recursion, the MPC solved with scipy's
     SLSQP (not CasADi, so the check compares two different solvers)."""
@@ -373,9 +378,9 @@ def make_reference(path):
     b = dt / area * pump_gain
     c = y_op - a * y_op - b * u_op  # y_op is a fixed point
     plant = {"a": a, "b": b, "c": c, "dead_time": dead, "dt": dt, "y_op": y_op, "u_op": u_op}
-    pi = {"kp": 1.0, "ki": 0.012, "u_min": 0.0, "u_max": 1.0, "setpoint_from": 0.5, "setpoint_to": 0.55,
+    pi = {"kp": 1.0, "ki": 0.012, "u_min": 0.0, "u_max": 1.0, "setpoint_from": 0.5, "setpoint_to": setpoint_to,
           "step_at": 10, "steps": 400}
-    ys, us = pi_loop_recursion(plant, pi)
+    ys, us, _ = pi_loop_recursion(plant, pi)
     met = loop_metrics(setpoints(pi), ys, dt, 0.05)
     H = 30
     u_past = [u_op + 0.01 * math.sin(0.3 * i) for i in range(dead + 1)]
@@ -450,18 +455,23 @@ def run_checks(rec, peers, use_do_mpc):
     # (a) the PI loop
     y_cl, u_cl = pi_loop_control(np, control, plant, pi)
     y_rec, u_rec = resp["y"], resp["u"]
-    sat = [t for t, u in enumerate(u_rec) if u <= pi["u_min"] + 1e-12 or u >= pi["u_max"] - 1e-12]
-    linear_upto = sat[0] if sat else steps
-    note = f"saturated from t = {sat[0]}: linear part only" if sat else "never saturated: every sample"
+    # Where the loop stops being linear: the recursion (checked against the record just below)
+    # knows when the anti-windup held the integral or the clamp cut the command. (Not the
+    # record's u reaching a bound: the anti-windup acts while u_raw = kp e + I' is past the bound,
+    # and the command kp e + I may stay just inside it.)
+    y_rc, u_rc, first_nl = pi_loop_recursion(plant, pi)
+    sat = first_nl is not None
+    linear_upto = first_nl if sat else steps
+    note = (f"anti-windup/clamp from t = {first_nl}: linear part only" if sat
+            else "linear throughout: every sample")
     compare_signal(np, table, "PI y, python-control closed loop", y_cl, y_rec, linear_upto, note)
     compare_signal(np, table, "PI u, python-control closed loop", u_cl, u_rec, linear_upto, note)
-    y_rc, u_rc = pi_loop_recursion(plant, pi)
     compare_signal(np, table, "PI y, recursion with clamp/anti-windup", y_rc, y_rec, steps)
     compare_signal(np, table, "PI u, recursion with clamp/anti-windup", u_rc, u_rec, steps)
 
     r = setpoints(pi)
     ours = loop_metrics(r, list(y_cl) if not sat else y_rc, dt, band)
-    src = "python-control y" if not sat else "recursion y (saturated)"
+    src = "python-control y" if not sat else "recursion y (not linear)"
     for k, rtol, atol in (("iae", METRIC_RTOL, 1e-12), ("ise", METRIC_RTOL, 1e-15), ("overshoot", 0.0, OVERSHOOT_ATOL),
                           ("settling_time", 0.0, dt * 1.0001)):
         theirs = num(met[k])
@@ -546,6 +556,8 @@ def main():
     ap.add_argument("record", help="the JSON of `nnlab lesson13 --part mpc --linear-check FILE`")
     ap.add_argument("--make-reference", action="store_true",
                     help="write RECORD from this file's own Python reference instead of checking it")
+    ap.add_argument("--reference-step", type=float, default=0.55, metavar="LEVEL",
+                    help="with --make-reference: the PI step goes 0.5 m -> LEVEL (0.9: the pump saturates)")
     ap.add_argument("--no-do-mpc", action="store_true", help="leave do-mpc's second opinion out")
     args = ap.parse_args()
 
@@ -554,7 +566,7 @@ def main():
         print("SKIP: python-control and CasADi are not installed; install them with:\n  " + INSTALL_HINT)
         return 0
     if args.make_reference:
-        make_reference(args.record)
+        make_reference(args.record, args.reference_step)
         return 0
     try:
         with open(args.record) as f:

@@ -9,9 +9,10 @@ and do-mpc (scripts/control_peer.py).
    moves; control_peer.py reproduces them with the real tools (its tolerances are stated in its
    docstring) and must exit 0.
 2. The checker itself: a record made by its own plain-Python reference (the PI loop as a
-   recursion, the MPC by scipy's SLSQP, not CasADi) agrees; the same record spoiled (one move
-   off by 0.01, one level sample by 1e-3, the settling time by 3 samples) is refused with those
-   rows named; a record without its parts is a clear error (exit 2).
+   recursion, the MPC by scipy's SLSQP, not CasADi) agrees, also for a step large enough for the
+   PI's anti-windup to act (python-control's linear loop then compared only before it); the
+   first record spoiled (one move off by 0.01, one level sample by 1e-3, the settling time by 3
+   samples) is refused with those rows named; a record without its parts is a clear error (exit 2).
 The nnlab program is found in $NNLAB_BIN_DIR, else <repo>/build/release/bin. SKIP (exit 0, a line
 starting "SKIP:") without python-control or CasADi (pinned in scripts/requirements-control.txt,
 installed into <repo>/.venv by scripts/setup.sh; this script re-runs itself with the .venv's
@@ -95,6 +96,16 @@ class ControlPeer(unittest.TestCase):
         differ = [line for line in p.stdout.splitlines() if "DIFFERS" in line]
         for row in ("MPC moves, record vs qpOASES", "PI y, recursion", "PI settling_time"):
             self.assertTrue(any(line.startswith(row) for line in differ), f"no DIFFERS row '{row}' in:\n{p.stdout}")
+
+        # A large step (0.5 -> 0.9 m): the anti-windup acts, so python-control's linear loop is
+        # compared only before that (the table says from when) and the recursion everywhere.
+        big = os.path.join(self.tmp, "saturating.json")
+        r = peer(big, "--make-reference", "--reference-step", "0.9")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        p = peer(big)
+        self.assertEqual(p.returncode, 0, f"the checker refuses its own saturating reference:\n{p.stdout}\n{p.stderr}")
+        self.assertIn("anti-windup/clamp from t = ", p.stdout)
+        self.assertIn("PI iae (from recursion y (not linear))", p.stdout)
 
         empty = os.path.join(self.tmp, "empty.json")
         with open(empty, "w") as f:
