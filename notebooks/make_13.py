@@ -176,13 +176,16 @@ for name, (y, u) in runs.items():
     rows.append([name] + [fmt(v) for v in m.values()])
 print_table(["controller"] + list(loop_metrics(r, *runs["PI"]).keys()), rows)'''
 
-residuals = '''# Fault detection by hand: residual = measured level - the model's one-step prediction.
+residuals = '''# Fault detection by hand: residual = measured level - the model's prediction of it.
 # Fault-free, the residual is sensor noise plus model error; a threshold is chosen on it (here
-# the 99.9% quantile of |residual| on a fault-free run) and then used on runs with faults.
+# the 99.9% quantile of |statistic| on a fault-free run) and then used on runs with faults.
+# Two statistics: the one-step residual, and the k-step one (the model rolled out from the
+# level measured k steps ago, with the commands sent since) averaged over a window: a slow
+# drift hides inside one step's noise, but k steps let it accumulate against the model.
 rng = np.random.default_rng(13)
-noise, Tf = 0.002, 3000 if quick else 6000
+noise, Tf, K, WIN = 0.002, 3000 if quick else 6000, 50, 10
 def plant_run(fault=None, onset=None):
-    """Open-loop-ish run on the linear plant with a random pump; the transmitter may be faulty."""
+    """The linear plant with a varying pump command; the level transmitter may be faulty."""
     y, pipe, meas, us = 0.5, [u_op] * dead, [], []
     for t in range(Tf):
         u = u_op + 0.1 * math.sin(t / 37.0) + 0.05 * rng.standard_normal()
@@ -195,28 +198,39 @@ def plant_run(fault=None, onset=None):
         pipe.append(u); y = a * y + b * pipe.pop(0) + c
     return np.array(meas), np.array(us)
 
-def residual(meas, us):
-    pred = np.full_like(meas, np.nan)
-    for t in range(dead + 1, len(meas)):           # y(t) predicted from y_meas(t-1) and u(t-1-d)
-        pred[t] = a * meas[t - 1] + b * us[t - 1 - dead] + c
-    return meas - pred
+def statistics(meas, us):
+    """(one-step residual, k-step residual's moving mean over WIN), NaN where history is short."""
+    one, kst = np.full_like(meas, np.nan), np.full_like(meas, np.nan)
+    for t in range(dead + K, len(meas)):
+        one[t] = meas[t] - (a * meas[t - 1] + b * us[t - 1 - dead] + c)
+        yp = meas[t - K]
+        for j in range(t - K, t):                  # roll the model out over the last K steps
+            yp = a * yp + b * us[j - dead] + c
+        kst[t] = meas[t] - yp
+    mean = np.convolve(np.nan_to_num(kst), np.ones(WIN) / WIN, mode="full")[:len(kst)]
+    mean[:dead + K + WIN] = np.nan
+    return one, mean
 
-clean = residual(*plant_run())
-thr = float(np.nanquantile(np.abs(clean), 0.999))
-print(f"threshold (99.9% of |residual| fault-free): {thr * 1000:.2f} mm; "
-      f"fault-free alarms: {int(np.sum(np.abs(clean) > thr))} in {Tf} s")
+clean = statistics(*plant_run())
+thr = [float(np.nanquantile(np.abs(s_), 0.999)) for s_ in clean]
+names = ["one-step residual", f"{K}-step residual, mean of {WIN}"]
+for n_, th, s_ in zip(names, thr, clean):
+    print(f"{n_}: threshold {th * 1000:.2f} mm (99.9% of fault-free); fault-free alarms: {int(np.sum(np.abs(s_) > th))} in {Tf} s")
 onset = Tf // 2
-fig, ax = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
-for a_, fault in zip(ax, ("stuck", "drift")):
-    res = residual(*plant_run(fault, onset))
-    alarms = np.nonzero(np.abs(res[onset:]) > thr)[0]
-    delay = f"first alarm {alarms[0]} s after the onset" if alarms.size else "never detected"
-    a_.plot(res * 1000, lw=0.6, label="residual")
-    a_.axhline(thr * 1000, color="r", lw=0.8, label="threshold"); a_.axhline(-thr * 1000, color="r", lw=0.8)
-    a_.axvline(onset, color="k", ls="--", lw=0.8, label="fault onset")
-    a_.set_ylabel("mm"); a_.set_title(f"{fault} transmitter: {delay}", fontsize=9)
-    a_.grid(alpha=0.3); a_.legend(fontsize=7, loc="upper left")
-ax[1].set_xlabel("t (s)")
+fig, ax = plt.subplots(2, 2, figsize=(11, 5), sharex=True)
+for row, fault in enumerate(("stuck", "drift")):
+    stats = statistics(*plant_run(fault, onset))
+    for col, (n_, th, s_) in enumerate(zip(names, thr, stats)):
+        a_ = ax[row, col]
+        alarms = np.nonzero(np.abs(s_[onset:]) > th)[0]
+        delay = f"first alarm {alarms[0]} s after the onset" if alarms.size else "never detected"
+        a_.plot(s_ * 1000, lw=0.5, label=n_)
+        a_.axhline(th * 1000, color="r", lw=0.8, label="threshold"); a_.axhline(-th * 1000, color="r", lw=0.8)
+        a_.axvline(onset, color="k", ls="--", lw=0.8, label="fault onset")
+        a_.set_title(f"{fault}, {n_}: {delay}", fontsize=8); a_.grid(alpha=0.3)
+        a_.legend(fontsize=6, loc="upper left")
+    ax[row, 0].set_ylabel("mm")
+ax[1, 0].set_xlabel("t (s)"); ax[1, 1].set_xlabel("t (s)")
 plt.tight_layout(); plt.show()'''
 
 soft_by_hand = '''# The soft sensor by hand, on the plant logs the lesson ships (lessons/13-control/data, CSV in
@@ -471,7 +485,10 @@ lesson's (IAE, ISE, overshoot, settling time into a 5% band, rate violations, tr
 
 The model predicts the next measurement; a healthy transmitter's residual is noise. The
 threshold is chosen on fault-free data only, then applied to a stuck and a drifting transmitter
-(exercise 30 does it with a persistence count; the faults part with the learned model).'''),
+(exercise 30 does it with a persistence count; the faults part with the learned model). Here the
+pump follows a schedule (open loop) and the model is exact: the easy case. In the faults part the
+PI closes the loop on the faulty reading and the model is learned, and a drift is much harder
+to see: the PI keeps the SEEN level at the setpoint.'''),
     code(residuals),
     md('''## A soft sensor by hand
 
@@ -501,8 +518,10 @@ schema. Without `NNLAB_QUICK=1` these are the full parts (minutes).'''),
    travel? Which one breaks the rate limit more often before the rate pass catches it?
 3. Shorten the MPC's horizon H below the dead time (20): what can the controller still see,
    and what does the step response do?
-4. Lower the threshold to the 99% quantile: how much sooner is the drift detected, and how many
-   false alarms per hour does the fault-free run give now?'''),
+4. Why does the one-step residual never see the drift, while the k-step one does? Try K = 10
+   and K = 150: what happens to the threshold and to the detection delay?
+5. Lower the thresholds to the 99% quantile: how much sooner are the faults detected, and how
+   many false alarms per hour does the fault-free run give now?'''),
 ]
 for i, cell in enumerate(nb.cells):
     cell["id"] = f"lesson13-{i:02d}"  # stable ids: regenerating changes nothing unless a cell did
