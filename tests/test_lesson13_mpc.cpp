@@ -203,6 +203,7 @@ TEST_CASE("lesson13 mpc: the MPC holds its constraints exactly in the loop and b
   lesson13::PlantModelConfig pmc;
   pmc.hidden = {16, 16};
   pmc.epochs = 4;
+  pmc.nk = 10;  // as the mpc part: no pump lags newer than 10 steps (plant_model.h says why)
   const lesson13::PlantModel model = lesson13::train_plant_model(lesson13::identification_series(cfg), pmc, 13);
   lesson13::MpcConfig mc;
   mc.horizon = 40;

@@ -148,11 +148,14 @@ lesson13::PlantModel small_model() {
 }  // namespace
 
 TEST_CASE("lesson13: the rollout's gradient w.r.t. the moves matches finite differences", "[lesson13][gradcheck]") {
-  const lesson13::PlantModel m = small_model();
+  for (int nk : {0, 2}) {  // without and with an input delay (pump lags from u(t - nk))
+  lesson13::PlantModel m = small_model();
+  m.cfg.nk = nk;
+  CAPTURE(nk);
   nn::Rng rng(11);
   const int H = 10;  // longer than nb: the pump lags reach back past the first move
   std::vector<float> levels = {0.45f, 0.47f, 0.5f, 0.52f};
-  std::vector<float> past = {0.4f, 0.45f, 0.5f, 0.55f, 0.6f, 0.62f, 0.6f};
+  std::vector<float> past = {0.42f, 0.41f, 0.4f, 0.45f, 0.5f, 0.55f, 0.6f, 0.62f, 0.6f};
   std::vector<double> moves(H), w(H);
   for (double& v : moves) v = 0.3 + 0.4 * rng.uniform();
   for (double& v : w) v = rng.uniform(-1, 1);
@@ -173,11 +176,17 @@ TEST_CASE("lesson13: the rollout's gradient w.r.t. the moves matches finite diff
   INFO(res.report);
   REQUIRE(res.ok);
   REQUIRE(testing::dot(g, g) > 1e-8);
-  // The first prediction reads the first move (u(t) counts): its gradient is not zero.
+  // The first move is read by the prediction nk steps on (u(t) counts): its gradient is not
+  // zero, and no prediction before that one depends on it.
   REQUIRE(g[0] != 0.0);
+  std::vector<double> only_early(H, 0.0), g_early(H);
+  for (int k = 0; k < nk; ++k) only_early[static_cast<size_t>(k)] = 1.0;
+  m.rollout_backward(levels, past, moves, bias, only_early, g_early);
+  for (double v : g_early) REQUIRE(v == 0.0);
+  }
 }
 
-TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step better than persistence; save/load",
+TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step better than persistence, and save/load keeps it",
           "[lesson13]") {
   lessons::TankConfig cfg;
   cfg.steps = 6000;
@@ -189,6 +198,7 @@ TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step bet
   lesson13::PlantModelConfig mc;
   mc.hidden = {16, 16};
   mc.epochs = 4;
+  mc.nk = 3;  // the input delay travels through save/load
   lesson13::TrainReport rep;
   const lesson13::PlantModel m = lesson13::train_plant_model(train, mc, 7, &rep);
   const std::vector<float> pred = m.one_step_predictions(val);
@@ -210,9 +220,69 @@ TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step bet
   std::filesystem::remove(path);
   REQUIRE(back.cfg.na == m.cfg.na);
   REQUIRE(back.cfg.nb == m.cfg.nb);
+  REQUIRE(back.cfg.nk == m.cfg.nk);
   REQUIRE(back.cfg.hidden == m.cfg.hidden);
   REQUIRE(back.level_std == m.level_std);
   REQUIRE(back.dlevel_mean == m.dlevel_mean);
   const std::vector<float> pred2 = back.one_step_predictions(val);
   REQUIRE(pred2 == pred);  // bit for bit
+}
+
+TEST_CASE("lesson13: fine-tuning on rollouts (backprop through time) lowers the model's rollout error",
+          "[lesson13]") {
+  lessons::TankConfig cfg;
+  cfg.steps = 6000;
+  cfg.seed = 21;
+  const lessons::Series train = lesson13::identification_series(cfg);
+  cfg.seed = 22;
+  cfg.steps = 2000;
+  const lessons::Series val = lesson13::identification_series(cfg);
+  lesson13::PlantModelConfig mc;
+  mc.hidden = {16, 16};
+  mc.epochs = 4;
+  mc.nk = 10;
+  const lesson13::PlantModel one_step = lesson13::train_plant_model(train, mc, 7);
+  mc.rollout_steps = 30;
+  lesson13::TrainReport rep;
+  const lesson13::PlantModel tuned = lesson13::train_plant_model(train, mc, 7, &rep);
+  // The same seed: the same one-step model before the fine-tuning, so the difference is its.
+  const double before = lesson13::rollout_rmse(one_step, val, 30);
+  const double after = lesson13::rollout_rmse(tuned, val, 30);
+  CAPTURE(rep.rollout_mse_first, rep.rollout_mse_last, before, after);
+  REQUIRE(rep.rollout_mse_last < rep.rollout_mse_first);  // its training loss went down
+  REQUIRE(after < before);                                // and on another run too
+}
+
+TEST_CASE("lesson13: the rollout fine-tuning's weight gradient (backprop through time) matches finite differences",
+          "[lesson13][gradcheck]") {
+  lessons::TankConfig cfg;
+  cfg.steps = 200;
+  cfg.seed = 5;
+  const lessons::Series s = lesson13::identification_series(cfg);
+  const std::vector<float> y = s.channel("level"), u = s.channel("pump");
+  lesson13::PlantModel m = small_model();  // na 3, nb 6, tanh 8-8
+  m.cfg.nk = 2;
+  const int K = 6;
+  const std::vector<int> starts = {m.lag() - 1, m.lag() + 20, m.lag() + 57};
+  lesson13::rollout_loss_backward(m, y, u, starts, K);
+  std::vector<double> analytic;
+  std::vector<float*> where;
+  nn::Rng rng(9);
+  for (const nn::Param& p : m.mlp.params()) {
+    for (int i = 0; i < 6; ++i) {  // 6 entries of every tensor, at random
+      const int64_t idx = static_cast<int64_t>(rng.below(static_cast<uint32_t>(p.numel())));
+      where.push_back(p.data + idx);
+      analytic.push_back(p.grad[idx]);
+    }
+  }
+  double gg = 0;
+  for (size_t i = 0; i < where.size(); ++i) {
+    const double num = testing::central_difference(*where[i], 1e-2f, [&] {
+      return lesson13::rollout_loss_backward(m, y, u, starts, K);
+    });
+    CAPTURE(i, analytic[i], num);
+    REQUIRE(std::abs(analytic[i] - num) <= 2e-3 + 2e-2 * std::abs(num));
+    gg += analytic[i] * analytic[i];
+  }
+  REQUIRE(gg > 1e-4);
 }

@@ -211,24 +211,24 @@ MpcSolution solve_mpc(RolloutModel& model, const MpcProblem& p, std::span<const 
 // ---- the controller ----------------------------------------------------------------------------
 
 MpcController::MpcController(const PlantModel& model, const MpcConfig& cfg) : model_(model), cfg_(cfg) {
-  NN_CHECK(cfg.horizon >= 2 && cfg.bias_gain >= 0 && cfg.bias_gain <= 1,
-           "MpcConfig: horizon must be >= 2 and bias_gain in [0, 1], got " << cfg.horizon << ", " << cfg.bias_gain);
+  NN_CHECK(cfg.horizon >= 2 && cfg.bias_gain >= 0 && cfg.bias_gain <= 1 && cfg.level_gain >= 0 && cfg.level_gain <= 1,
+           "MpcConfig: horizon must be >= 2, level_gain and bias_gain in [0, 1], got "
+               << cfg.horizon << ", " << cfg.level_gain << ", " << cfg.bias_gain);
 }
 
 void MpcController::reset(const LoopStart& start) {
   NN_CHECK(cfg_.horizon > start.dead_time,
            "MPC: the horizon (" << cfg_.horizon << ") must exceed the dead time (" << start.dead_time
                                 << "): a move shows in the level only dead_time steps later");
-  NN_CHECK(model_.cfg.nb > start.dead_time, "MPC: the model's pump history (nb = " << model_.cfg.nb
-                                                                                  << ") does not reach the dead time "
-                                                                                  << start.dead_time);
+  NN_CHECK(model_.pump_window() > start.dead_time, "MPC: the model's pump history (nk + nb = "
+                                                       << model_.pump_window() << ") does not reach the dead time "
+                                                       << start.dead_time);
   start_ = start;
   levels_.assign(static_cast<size_t>(model_.cfg.na), static_cast<float>(start.level0));
-  pumps_.assign(static_cast<size_t>(model_.cfg.nb - 1), static_cast<float>(start.u_rest));
+  pumps_.assign(static_cast<size_t>(model_.pump_window() - 1), static_cast<float>(start.u_rest));
   warm_.assign(static_cast<size_t>(cfg_.horizon), start.u_rest);
   u_prev_ = start.u_rest;
   bias_ = 0.0;
-  have_prediction_ = false;
   L_ = cfg_.solver.L0;
   total_iters_ = 0;
   solves_ = 0;
@@ -236,10 +236,11 @@ void MpcController::reset(const LoopStart& start) {
 }
 
 double MpcController::step(int, double setpoint, const Sensed& seen) {
-  const size_t na = static_cast<size_t>(model_.cfg.na), nb1 = static_cast<size_t>(model_.cfg.nb - 1);
-  levels_.push_back(static_cast<float>(seen.level));
-  if (levels_.size() > 8 * na) levels_.erase(levels_.begin(), levels_.end() - static_cast<std::ptrdiff_t>(na));
-  if (have_prediction_) bias_ += cfg_.bias_gain * (seen.level - predicted_);
+  const size_t na = static_cast<size_t>(model_.cfg.na), nb1 = static_cast<size_t>(model_.pump_window() - 1);
+  // The observer's correction: levels_.back() is yhat(t), predicted at t-1 (at t = 0: level0).
+  const double e = seen.level - levels_.back();
+  levels_.back() = static_cast<float>(levels_.back() + cfg_.level_gain * e);
+  bias_ += cfg_.bias_gain * e;
 
   const std::span<const float> lv(levels_.data() + levels_.size() - na, na);
   const std::span<const float> pv(pumps_.data() + pumps_.size() - nb1, nb1);
@@ -274,11 +275,13 @@ double MpcController::step(int, double setpoint, const Sensed& seen) {
   const double lo = std::max(p.u_min, u_prev_ - p.du_max), hi = std::min(p.u_max, u_prev_ + p.du_max);
   const double u = std::clamp(last_.moves[0], lo, hi);
 
-  // The one-step prediction of y(t+1) with this move, for the next bias update.
+  // The observer's prediction yhat(t+1) with this move.
   pumps_.push_back(static_cast<float>(u));
   if (pumps_.size() > 8 * (nb1 + 1)) pumps_.erase(pumps_.begin(), pumps_.end() - static_cast<std::ptrdiff_t>(nb1));
-  predicted_ = model_.predict_next(lv, std::span<const float>(pumps_.data() + pumps_.size() - nb1 - 1, nb1 + 1)) + bias_;
-  have_prediction_ = true;
+  const double next =
+      model_.predict_next(lv, std::span<const float>(pumps_.data() + pumps_.size() - nb1 - 1, nb1 + 1)) + bias_;
+  levels_.push_back(static_cast<float>(next));
+  if (levels_.size() > 8 * na) levels_.erase(levels_.begin(), levels_.end() - static_cast<std::ptrdiff_t>(na));
   u_prev_ = u;
   return u;
 }

@@ -21,19 +21,20 @@ namespace {
 
 // --quick shrinks what the user left at its default.
 struct Sizes {
-  int train_steps, epochs, horizon, iters;
+  int train_steps, epochs, horizon, iters, rollout_steps;
   std::vector<int> hidden;
 };
 
 Sizes sizes_for(const Options& opts) {
   const MpcOptions& o = opts.mpc;
   const MpcOptions def;
-  Sizes s{o.train_steps, o.epochs, o.horizon, o.iters, {32, 32}};
+  Sizes s{o.train_steps, o.epochs, o.horizon, o.iters, o.rollout_steps, {32, 32}};
   if (opts.quick) {
     if (o.train_steps == def.train_steps) s.train_steps = 6000;
     if (o.epochs == def.epochs) s.epochs = 4;
     if (o.horizon == def.horizon) s.horizon = 40;
     if (o.iters == def.iters) s.iters = 12;
+    if (o.rollout_steps == def.rollout_steps) s.rollout_steps = 30;
     s.hidden = {16, 16};
   }
   return s;
@@ -210,6 +211,9 @@ int run_mpc_part(const Options& opts) {
   PlantModelConfig pmc;
   pmc.hidden = sz.hidden;
   pmc.epochs = sz.epochs;
+  pmc.na = o.na;
+  pmc.nk = o.nk;
+  pmc.rollout_steps = sz.rollout_steps;
   std::string source = "trained", model_path = opts.out_dir + "/mpc_model.safetensors";
   TrainReport rep;
   PlantModel model = [&] {
@@ -218,7 +222,9 @@ int run_mpc_part(const Options& opts) {
       model_path = o.model;
       return load_plant_model(o.model);
     }
-    const lessons::Series train = identification_series(id_cfg);
+    IdentificationOptions io;
+    io.dither = o.dither;
+    const lessons::Series train = identification_series(id_cfg, io);
     PlantModel m = train_plant_model(train, pmc, opts.seed, &rep);
     save_plant_model(m, model_path);
     return m;
@@ -226,21 +232,29 @@ int run_mpc_part(const Options& opts) {
   lessons::TankConfig val_cfg = id_cfg;
   val_cfg.seed = opts.seed + 1000;
   val_cfg.steps = std::max(2000, sz.train_steps / 4);
-  const lessons::Series val = identification_series(val_cfg);
+  IdentificationOptions vo;
+  vo.dither = o.dither;
+  const lessons::Series val = identification_series(val_cfg, vo);
   const double val_rmse = one_step_rmse(val, model.one_step_predictions(val), model.lag());
   const double persist_rmse = one_step_rmse(val, val.channel("level"), model.lag());
+  const int mc_h = sz.horizon;  // the model as the MPC uses it: rollouts over the horizon
+  const double val_rollout_rmse = rollout_rmse(model, val, mc_h);
   std::string hidden_js = "[";
   for (size_t i = 0; i < model.cfg.hidden.size(); ++i) hidden_js += (i ? ", " : "") + std::to_string(model.cfg.hidden[i]);
   hidden_js += "]";
-  std::printf("model: NARX MLP, %d level lags + %d pump lags -> %s -> the next change of level, %lld parameters, %s%s\n",
-              model.cfg.na, model.cfg.nb, hidden_js.c_str(), static_cast<long long>(model.mlp.num_params()),
+  std::printf("model: NARX MLP, %d level lags + %d pump lags from u(t-%d) -> %s -> the next change of level, %lld parameters, %s%s\n",
+              model.cfg.na, model.cfg.nb, model.cfg.nk, hidden_js.c_str(), static_cast<long long>(model.mlp.num_params()),
               source.c_str(),
               source == "trained" ? (" on " + std::to_string(sz.train_steps) + " identification steps, " +
                                      std::to_string(sz.epochs) + " epochs, " + fmt(rep.seconds, "%.2f") + " s")
                                         .c_str()
                                   : (" from " + model_path).c_str());
-  std::printf("one-step RMSE on a validation run (seed %llu): model %.5f m, persistence %.5f m\n",
-              static_cast<unsigned long long>(val_cfg.seed), val_rmse, persist_rmse);
+  if (source == "trained" && pmc.rollout_steps > 0) {
+    std::printf("fine-tuned on %d-step rollouts: rollout MSE %.3g -> %.3g m^2 (first -> last epoch)\n",
+                pmc.rollout_steps, rep.rollout_mse_first, rep.rollout_mse_last);
+  }
+  std::printf("on a validation run (seed %llu): one-step RMSE %.5f m (persistence %.5f m), %d-step rollout RMSE %.4f m\n",
+              static_cast<unsigned long long>(val_cfg.seed), val_rmse, persist_rmse, mc_h, val_rollout_rmse);
 
   // 2. The loops.
   MpcConfig mc;
@@ -248,6 +262,8 @@ int run_mpc_part(const Options& opts) {
   mc.q = o.q;
   mc.r_du = o.r_du;
   mc.solver.max_iters = sz.iters;
+  mc.bias_gain = o.bias_gain;
+  mc.level_gain = o.level_gain;
   std::vector<Scenario> scs = standard_scenarios(opts.quick, opts.seed);
   for (Scenario& sc : scs) sc.constraints.du_max = o.du_max;
   const lessons::TankConfig tank;
@@ -259,14 +275,16 @@ int run_mpc_part(const Options& opts) {
 
   std::ostringstream js;
   js << "{\"model\": {\"source\": \"" << source << "\", \"path\": " << kernels::harness::json_string(model_path)
-     << ", \"na\": " << model.cfg.na << ", \"nb\": " << model.cfg.nb << ", \"hidden\": " << hidden_js
+     << ", \"na\": " << model.cfg.na << ", \"nb\": " << model.cfg.nb << ", \"nk\": " << model.cfg.nk << ", \"hidden\": " << hidden_js
      << ", \"params\": " << model.mlp.num_params() << ", \"train_steps\": " << (source == "trained" ? sz.train_steps : 0)
      << ", \"epochs\": " << (source == "trained" ? sz.epochs : 0)
      << ", \"train_seconds\": " << (source == "trained" ? jnum(rep.seconds) : "null")
-     << ", \"val_rmse\": " << jnum(val_rmse) << ", \"persistence_rmse\": " << jnum(persist_rmse) << "},\n";
+     << ", \"rollout_steps\": " << (source == "trained" ? pmc.rollout_steps : 0)
+     << ", \"val_rmse\": " << jnum(val_rmse) << ", \"persistence_rmse\": " << jnum(persist_rmse)
+     << ", \"val_rollout_rmse\": " << jnum(val_rollout_rmse) << ", \"rollout_rmse_steps\": " << mc_h << "},\n";
   js << " \"mpc\": {\"horizon\": " << mc.horizon << ", \"q\": " << jnum(mc.q) << ", \"r_du\": " << jnum(mc.r_du)
      << ", \"du_max\": " << jnum(o.du_max) << ", \"max_iters\": " << mc.solver.max_iters << ", \"tol\": "
-     << jnum(mc.solver.tol) << ", \"bias_gain\": " << jnum(mc.bias_gain)
+     << jnum(mc.solver.tol) << ", \"bias_gain\": " << jnum(mc.bias_gain) << ", \"level_gain\": " << jnum(mc.level_gain)
      << ", \"solver\": \"accelerated projected gradient through the network's rollout\"},\n \"scenarios\": [";
   std::vector<std::string> verdicts;
   for (size_t i = 0; i < scs.size(); ++i) {

@@ -20,7 +20,8 @@ namespace lesson13 {
 namespace {
 
 nn::MlpConfig mlp_config(const PlantModelConfig& c) {
-  NN_CHECK(c.na >= 1 && c.nb >= 1, "PlantModelConfig: na and nb must be >= 1, got " << c.na << ", " << c.nb);
+  NN_CHECK(c.na >= 1 && c.nb >= 1 && c.nk >= 0,
+           "PlantModelConfig: na and nb must be >= 1 and nk >= 0, got " << c.na << ", " << c.nb << ", " << c.nk);
   nn::MlpConfig m;
   m.sizes = {c.na + c.nb};
   for (int h : c.hidden) {
@@ -113,12 +114,12 @@ PlantModel::PlantModel(const PlantModelConfig& c, uint64_t seed)
       }()) {}
 
 void PlantModel::features(std::span<const float> levels, std::span<const float> pumps, float* x) const {
-  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && pumps.size() >= static_cast<size_t>(cfg.nb),
-           "PlantModel: need " << cfg.na << " levels and " << cfg.nb << " pump commands of history, got "
+  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && pumps.size() >= static_cast<size_t>(pump_window()),
+           "PlantModel: need " << cfg.na << " levels and " << pump_window() << " pump commands of history, got "
                                << levels.size() << " and " << pumps.size());
-  const size_t L = levels.size(), P = pumps.size();
+  const size_t L = levels.size(), P = pumps.size(), nk = static_cast<size_t>(cfg.nk);
   for (int i = 0; i < cfg.na; ++i) x[i] = (levels[L - 1 - static_cast<size_t>(i)] - level_mean) / level_std;
-  for (int j = 0; j < cfg.nb; ++j) x[cfg.na + j] = (pumps[P - 1 - static_cast<size_t>(j)] - pump_mean) / pump_std;
+  for (int j = 0; j < cfg.nb; ++j) x[cfg.na + j] = (pumps[P - 1 - nk - static_cast<size_t>(j)] - pump_mean) / pump_std;
 }
 
 float PlantModel::predict_next(std::span<const float> levels, std::span<const float> pumps) const {
@@ -163,10 +164,10 @@ void PlantModel::rollout(std::span<const float> levels, std::span<const float> p
                          std::span<const double> moves, double bias, std::span<double> y_pred) const {
   const size_t H = moves.size();
   NN_CHECK(y_pred.size() == H, "PlantModel::rollout: y_pred holds " << y_pred.size() << ", expected " << H);
-  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(cfg.nb),
-           "PlantModel::rollout: need " << cfg.na << " levels and " << cfg.nb - 1 << " past commands, got "
+  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(pump_window()),
+           "PlantModel::rollout: need " << cfg.na << " levels and " << pump_window() - 1 << " past commands, got "
                                         << levels.size() << " and " << past_pumps.size());
-  const size_t na = static_cast<size_t>(cfg.na), nb1 = static_cast<size_t>(cfg.nb - 1);
+  const size_t na = static_cast<size_t>(cfg.na), nb1 = static_cast<size_t>(pump_window() - 1);
   std::vector<float> lev(levels.end() - static_cast<std::ptrdiff_t>(na), levels.end());
   std::vector<float> pu(past_pumps.end() - static_cast<std::ptrdiff_t>(nb1), past_pumps.end());
   lev.reserve(na + H);
@@ -190,12 +191,13 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
   const size_t H = moves.size();
   NN_CHECK(dy_pred.size() == H && dmoves.size() == H, "PlantModel::rollout_backward: dy_pred and dmoves must hold "
                                                           << H << " values");
-  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(cfg.nb),
-           "PlantModel::rollout_backward: need " << cfg.na << " levels and " << cfg.nb - 1 << " past commands");
+  NN_CHECK(levels.size() >= static_cast<size_t>(cfg.na) && past_pumps.size() + 1 >= static_cast<size_t>(pump_window()),
+           "PlantModel::rollout_backward: need " << cfg.na << " levels and " << pump_window() - 1 << " past commands");
   // The forward again (as rollout does), keeping every step's features and activations.
   const size_t na = static_cast<size_t>(cfg.na), nb = static_cast<size_t>(cfg.nb), nin = na + nb;
+  const size_t nk = static_cast<size_t>(cfg.nk);
   std::vector<float> lev(levels.end() - static_cast<std::ptrdiff_t>(na), levels.end());
-  std::vector<float> pu(past_pumps.end() - static_cast<std::ptrdiff_t>(nb - 1), past_pumps.end());
+  std::vector<float> pu(past_pumps.end() - static_cast<std::ptrdiff_t>(nk + nb - 1), past_pumps.end());
   std::vector<float> xs(H * nin);
   std::vector<Acts> acts(H);
   double y = lev.back();
@@ -209,7 +211,7 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
   // Backward through time. yhat_0 = y(t) is measured (no gradient); yhat_{k+1} = y_pred[k].
   // gl[j]: dJ/d yhat_j from the steps after j, gathered as they are visited (in reverse).
   //   yhat_{k+1} = yhat_k + dlevel_mean + dlevel_std * mlp(x_k) + bias
-  //   x_k reads yhat_{k-i} (level lag i) and u_{k-j} (pump lag j; a move when k - j >= 0).
+  //   x_k reads yhat_{k-i} (level lag i) and u_{k-nk-j} (pump lag j; a move when k-nk-j >= 0).
   std::vector<double> gl(H + 1, 0.0);
   std::fill(dmoves.begin(), dmoves.end(), 0.0);
   std::vector<float> dx(nin);
@@ -221,11 +223,126 @@ void PlantModel::rollout_backward(std::span<const float> levels, std::span<const
     for (size_t i = 0; i < na; ++i) {
       if (k >= i + 1) gl[k - i] += static_cast<double>(dx[i]) / level_std;
     }
-    for (size_t j = 0; j < nb && j <= k; ++j) dmoves[k - j] += static_cast<double>(dx[na + j]) / pump_std;
+    for (size_t j = 0; j < nb && nk + j <= k; ++j) dmoves[k - nk - j] += static_cast<double>(dx[na + j]) / pump_std;
   }
 }
 
 // ---- training ----------------------------------------------------------------------------------
+
+double rollout_loss_backward(PlantModel& m, const std::vector<float>& y, const std::vector<float>& u,
+                             const std::vector<int>& starts, int K) {
+  const int B = static_cast<int>(starts.size());
+  NN_CHECK(B >= 1 && K >= 1, "rollout_loss_backward: need windows and K >= 1");
+  const size_t na = static_cast<size_t>(m.cfg.na), nb = static_cast<size_t>(m.cfg.nb), nk = static_cast<size_t>(m.cfg.nk);
+  const size_t nin = na + nb;
+  for (int t0 : starts) {
+    NN_CHECK(t0 >= m.lag() - 1 && t0 + K < static_cast<int>(y.size()) && y.size() == u.size(),
+             "rollout_loss_backward: window at " << t0 << " of " << K << " steps does not fit the series");
+  }
+  // Forward: step k of every window in one batch. lev[b]: the na measured levels, then the K
+  // predictions.
+  std::vector<std::vector<double>> lev(static_cast<size_t>(B));
+  std::vector<float> X(static_cast<size_t>(K) * static_cast<size_t>(B) * nin);
+  for (int b = 0; b < B; ++b) {
+    const int t0 = starts[static_cast<size_t>(b)];
+    lev[static_cast<size_t>(b)].assign(y.begin() + t0 + 1 - static_cast<std::ptrdiff_t>(na), y.begin() + t0 + 1);
+  }
+  for (int k = 0; k < K; ++k) {
+    for (int b = 0; b < B; ++b) {
+      const int t = starts[static_cast<size_t>(b)] + k;  // predicting y(t+1)
+      const std::vector<double>& L = lev[static_cast<size_t>(b)];
+      float* x = X.data() + (static_cast<size_t>(k) * static_cast<size_t>(B) + static_cast<size_t>(b)) * nin;
+      for (size_t i = 0; i < na; ++i) x[i] = static_cast<float>((L[L.size() - 1 - i] - m.level_mean) / m.level_std);
+      for (size_t j = 0; j < nb; ++j) x[na + j] = (u[static_cast<size_t>(t) - nk - j] - m.pump_mean) / m.pump_std;
+    }
+    const float* out = m.mlp.forward(X.data() + static_cast<size_t>(k) * static_cast<size_t>(B) * nin, B);
+    for (int b = 0; b < B; ++b) {
+      std::vector<double>& L = lev[static_cast<size_t>(b)];
+      L.push_back(L.back() + m.dlevel_mean + static_cast<double>(m.dlevel_std) * out[b]);
+    }
+  }
+  // The loss and dJ/d yhat (in units of the change's spread, so that the gradient's size
+  // matches one-step training's: the weights see (dlevel_std * dJ/dyhat) / dlevel_std^2).
+  const size_t K1 = static_cast<size_t>(K) + 1;
+  std::vector<double> gl(static_cast<size_t>(B) * K1, 0.0);
+  double loss = 0;
+  const double scale = 1.0 / (static_cast<double>(B) * K);
+  const double unit = 1.0 / (static_cast<double>(m.dlevel_std) * m.dlevel_std);
+  for (int b = 0; b < B; ++b) {
+    const int t0 = starts[static_cast<size_t>(b)];
+    for (int k = 0; k < K; ++k) {
+      const double err = lev[static_cast<size_t>(b)][na + static_cast<size_t>(k)] - y[static_cast<size_t>(t0 + k + 1)];
+      loss += err * err * scale;
+      gl[static_cast<size_t>(b) * K1 + static_cast<size_t>(k) + 1] = 2.0 * err * scale * unit;
+    }
+  }
+  // Backward through time: step k's forward again (the Mlp keeps only its last), then its
+  // backward with the input gradient; level lag i of step k is yhat_{k-i} (a prediction
+  // when k - i >= 1).
+  for (const nn::Param& p : m.mlp.params()) std::fill(p.grad, p.grad + p.numel(), 0.0f);
+  std::vector<float> dout(static_cast<size_t>(B)), dX(static_cast<size_t>(B) * nin);
+  for (int k = K - 1; k >= 0; --k) {
+    for (int b = 0; b < B; ++b) {
+      double* g = gl.data() + static_cast<size_t>(b) * K1;
+      const double G = g[k + 1];  // complete: every later step has added to it
+      if (k >= 1) g[k] += G;      // yhat_{k+1} = yhat_k + ...
+      dout[static_cast<size_t>(b)] = static_cast<float>(G * m.dlevel_std);
+    }
+    m.mlp.forward(X.data() + static_cast<size_t>(k) * static_cast<size_t>(B) * nin, B);
+    m.mlp.backward(dout.data(), B, dX.data());
+    for (int b = 0; b < B; ++b) {
+      double* g = gl.data() + static_cast<size_t>(b) * K1;
+      for (size_t i = 0; i < na; ++i) {
+        if (static_cast<size_t>(k) >= i + 1) {
+          g[static_cast<size_t>(k) - i] += static_cast<double>(dX[static_cast<size_t>(b) * nin + i]) / m.level_std;
+        }
+      }
+    }
+  }
+  return loss * unit;  // the loss whose gradient the weights now hold
+}
+
+namespace {
+
+// Fine-tuning on rollouts (PlantModelConfig::rollout_steps): B windows at a time, each K steps
+// from a measured history; returns the mean rollout MSE (m^2) of the first and last epoch.
+std::pair<double, double> finetune_rollouts(PlantModel& m, const std::vector<float>& y, const std::vector<float>& u,
+                                            const PlantModelConfig& cfg, uint64_t seed) {
+  const int K = cfg.rollout_steps;
+  const int n = static_cast<int>(y.size());
+  const int first = m.lag() - 1;  // the first t with a full history
+  const int stride = 3;
+  std::vector<int> starts;
+  for (int t = first; t + K < n; t += stride) starts.push_back(t);
+  const int B = 32;
+  NN_CHECK(static_cast<int>(starts.size()) >= B, "train_plant_model: too few windows for rollouts of " << K);
+  nn::AdamConfig ac;
+  ac.lr = cfg.rollout_lr;
+  nn::Adam opt(m.mlp.params(), ac);
+  nn::Rng rng(seed + 0x2545F4914F6CDD1DULL);
+  const int per_epoch = static_cast<int>(starts.size()) / B;
+  const int64_t total = static_cast<int64_t>(per_epoch) * cfg.rollout_epochs;
+  int64_t step = 0;
+  double first_loss = 0, last_loss = 0;
+  std::vector<int> batch(static_cast<size_t>(B));
+  for (int e = 0; e < cfg.rollout_epochs; ++e) {
+    for (size_t i = starts.size() - 1; i > 0; --i) std::swap(starts[i], starts[rng.below(static_cast<uint32_t>(i + 1))]);
+    double epoch_loss = 0;
+    for (int bi = 0; bi < per_epoch; ++bi) {
+      std::copy(starts.begin() + bi * B, starts.begin() + (bi + 1) * B, batch.begin());
+      epoch_loss += rollout_loss_backward(m, y, u, batch, K) * static_cast<double>(m.dlevel_std) * m.dlevel_std;
+      opt.config().lr = nn::cosine_lr(cfg.rollout_lr, 0.05f, static_cast<double>(step) / static_cast<double>(total));
+      opt.step();
+      ++step;
+    }
+    epoch_loss /= per_epoch;
+    if (e == 0) first_loss = epoch_loss;
+    last_loss = epoch_loss;
+  }
+  return {first_loss, last_loss};
+}
+
+}  // namespace
 
 PlantModel train_plant_model(const lessons::Series& train, const PlantModelConfig& cfg, uint64_t seed,
                              TrainReport* report) {
@@ -302,6 +419,13 @@ PlantModel train_plant_model(const lessons::Series& train, const PlantModelConfi
     }
     last_epoch_loss = epoch_loss / per_epoch;
   }
+  if (cfg.rollout_steps > 0) {
+    const auto [first_loss, last_loss] = finetune_rollouts(m, y, u, cfg, seed);
+    if (report != nullptr) {
+      report->rollout_mse_first = first_loss;
+      report->rollout_mse_last = last_loss;
+    }
+  }
   if (report != nullptr) {
     report->samples = N;
     report->train_mse_norm = last_epoch_loss;
@@ -359,6 +483,29 @@ double one_step_rmse(const lessons::Series& s, const std::vector<float>& pred, i
   return std::sqrt(ss / n);
 }
 
+double rollout_rmse(const PlantModel& m, const lessons::Series& s, int steps, int stride) {
+  NN_CHECK(steps >= 1 && stride >= 1, "rollout_rmse: steps and stride must be >= 1");
+  const std::vector<float> y = s.channel("level");
+  const std::vector<float> u = s.channel("pump");
+  const int n = s.steps;
+  const size_t past = static_cast<size_t>(m.pump_window() - 1);
+  double ss = 0;
+  long count = 0;
+  std::vector<double> moves(static_cast<size_t>(steps)), pred(static_cast<size_t>(steps));
+  for (int t = m.lag(); t + steps < n; t += stride) {
+    for (int k = 0; k < steps; ++k) moves[static_cast<size_t>(k)] = u[static_cast<size_t>(t + k)];
+    m.rollout(std::span<const float>(y.data(), static_cast<size_t>(t) + 1),
+              std::span<const float>(u.data() + t - static_cast<std::ptrdiff_t>(past), past), moves, 0.0, pred);
+    for (int k = 0; k < steps; ++k) {
+      const double e = pred[static_cast<size_t>(k)] - y[static_cast<size_t>(t + k + 1)];
+      ss += e * e;
+      ++count;
+    }
+  }
+  NN_CHECK(count > 0, "rollout_rmse: the series is too short for rollouts of " << steps);
+  return std::sqrt(ss / static_cast<double>(count));
+}
+
 // ---- save / load -------------------------------------------------------------------------------
 
 void save_plant_model(const PlantModel& m, const std::string& path) {
@@ -373,6 +520,7 @@ void save_plant_model(const PlantModel& m, const std::string& path) {
       {"lesson13.model", "narx-mlp"},
       {"lesson13.na", std::to_string(m.cfg.na)},
       {"lesson13.nb", std::to_string(m.cfg.nb)},
+      {"lesson13.nk", std::to_string(m.cfg.nk)},
       {"lesson13.hidden", hidden},
       {"lesson13.activation", nn::activation_name(m.cfg.activation)},
       {"lesson13.level_mean", fstr(m.level_mean)},
@@ -397,6 +545,7 @@ PlantModel load_plant_model(const std::string& path) {
   try {
     c.na = std::stoi(get("na"));
     c.nb = std::stoi(get("nb"));
+    c.nk = std::stoi(get("nk"));
     c.hidden.clear();
     const std::string& h = get("hidden");
     for (size_t a = 0; a < h.size();) {

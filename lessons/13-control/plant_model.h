@@ -6,7 +6,7 @@
 // an output near zero whatever the level:
 //
 //   x(t) = [ (y(t) - level_mean) / level_std, ..., (y(t-na+1) - level_mean) / level_std,
-//            (u(t) - pump_mean) / pump_std,   ..., (u(t-nb+1) - pump_mean) / pump_std ]
+//            (u(t-nk) - pump_mean) / pump_std, ..., (u(t-nk-nb+1) - pump_mean) / pump_std ]
 //   y(t+1) = y(t) + dlevel_mean + dlevel_std * mlp(x(t))          (+ bias, see rollout)
 //
 // (u(t) counts: at time t the controller's command is known, as in arx_predict.) The dead
@@ -39,7 +39,13 @@ namespace lesson13 {
 
 struct PlantModelConfig {
   int na = 4;                   // level lags
-  int nb = 40;                  // pump lags: >= dead time + 1
+  int nb = 40;                  // pump lags: nk + nb >= dead time + 1
+  // The input delay (ARX's nk): the pump lags start at u(t - nk). 0 lets the data decide;
+  // the mpc part sets it below the known dead time, because in closed-loop data the newest
+  // commands correlate with the level through the CONTROLLER (the PI raises u when the level
+  // falls), and a model free to use them learns "a high pump now means a falling level",
+  // which an MPC then exploits (measured: see mpc_part.h).
+  int nk = 0;
   std::vector<int> hidden = {32, 32};
   // tanh: smooth, so the MPC's cost is smooth in the moves (ReLU would make it piecewise
   // linear, with gradients that jump as units switch).
@@ -47,6 +53,15 @@ struct PlantModelConfig {
   int epochs = 12;
   int batch = 64;
   float lr = 3e-3f;             // Adam, cosine-decayed to 5% over the run
+  // Then, optionally, fine-tuning on the MPC's own use of the model: rollouts of this many
+  // steps from measured histories (the data's pump commands as inputs, the model's own
+  // levels fed back), the loss the mean squared error of every predicted level,
+  // backpropagated through time (nn::Mlp::backward's input gradient carries it from each
+  // step's level lags back to the step that predicted them). One-step training alone lets
+  // small errors that compound over a horizon go unpunished. 0: off.
+  int rollout_steps = 0;
+  int rollout_epochs = 4;
+  float rollout_lr = 1e-3f;
 };
 
 struct PlantModel {
@@ -60,10 +75,11 @@ struct PlantModel {
 
   PlantModel(const PlantModelConfig& c, uint64_t seed);
   int inputs() const { return cfg.na + cfg.nb; }
-  int lag() const { return cfg.na > cfg.nb ? cfg.na : cfg.nb; }  // history needed
+  int pump_window() const { return cfg.nk + cfg.nb; }  // pump history the features read
+  int lag() const { return cfg.na > pump_window() ? cfg.na : pump_window(); }  // history needed
 
   // The features x(t) from histories in time order (the newest LAST: levels.back() = y(t),
-  // pumps.back() = u(t)); each at least na / nb long. x: inputs() floats.
+  // pumps.back() = u(t)); at least na / nk + nb long. x: inputs() floats.
   void features(std::span<const float> levels, std::span<const float> pumps, float* x) const;
   // y(t+1) (without bias).
   float predict_next(std::span<const float> levels, std::span<const float> pumps) const;
@@ -73,7 +89,7 @@ struct PlantModel {
   std::vector<float> one_step_predictions(const lessons::Series& s) const;
 
   // The rollout: from the measured history (levels: at least na, the newest y(t); past_pumps:
-  // at least nb - 1, the newest u(t-1)) and H future moves u(t..t+H-1), the predicted levels
+  // at least nk + nb - 1, the newest u(t-1)) and H future moves u(t..t+H-1), the predicted levels
   // y_pred[k] = y(t+k+1), k = 0..H-1. bias is added to every predicted change (the MPC's
   // disturbance estimate: an unmeasured drain is a constant change per step).
   void rollout(std::span<const float> levels, std::span<const float> past_pumps, std::span<const double> moves,
@@ -89,6 +105,7 @@ struct PlantModel {
 struct TrainReport {
   int samples = 0;
   double train_mse_norm = 0;  // final epoch's mean loss on normalised changes
+  double rollout_mse_first = 0, rollout_mse_last = 0;  // fine-tuning's rollout loss (m^2), first and last epoch
   double seconds = 0;
 };
 
@@ -96,6 +113,14 @@ struct TrainReport {
 // from the same series). Deterministic for a seed.
 PlantModel train_plant_model(const lessons::Series& train, const PlantModelConfig& cfg, uint64_t seed,
                              TrainReport* report = nullptr);
+
+// One step of the rollout fine-tuning: rollouts of K steps from each window start t0 (the
+// model fed its own levels, the series' pump commands), the loss
+//   J = mean over windows and steps of (yhat - y)^2 / dlevel_std^2
+// returned, and its gradient w.r.t. the MLP's weights ASSIGNED to their grads (backprop
+// through time). The fine-tuning's epochs report J * dlevel_std^2 (m^2).
+double rollout_loss_backward(PlantModel& m, const std::vector<float>& y, const std::vector<float>& u,
+                             const std::vector<int>& starts, int K);
 
 // Identification data: the tank under its PI, the setpoint schedule widened to the range the
 // controller will be asked to work in, with a random dither added to the pump command (a
@@ -110,6 +135,11 @@ lessons::Series identification_series(const lessons::TankConfig& cfg, const Iden
 // Root-mean-square one-step error of predictions (as one_step_predictions gives) against the
 // series' next levels, over rows [from, steps - 1).
 double one_step_rmse(const lessons::Series& s, const std::vector<float>& pred, int from);
+
+// The model as the MPC uses it: rollouts of `steps` steps from every `stride`-th measured
+// history of the series (its pump commands as the moves, no bias), the RMSE of all the
+// predicted levels against the measured ones (m).
+double rollout_rmse(const PlantModel& m, const lessons::Series& s, int steps, int stride = 25);
 
 // safetensors: the MLP's tensors (fc1.weight, ...), the config and normalisation in the
 // metadata ("lesson13.na", ...). load checks the file's shapes against its metadata.
