@@ -30,10 +30,12 @@ check_only=0
 # The BPE tokenizer (io/bpe.cpp, lesson 11): nlohmann-json (tokenizer.json, vocab.json) and
 # PCRE2 (GPT-2's pre-tokenisation regex: \p{L} needs Unicode properties).
 # python3-venv: the .venv that holds the pinned Hugging Face packages (hf_venv below).
+# python3-scipy: python-control's and do-mpc's (lesson 13's control cross-checks, control_venv
+# below: they use Debian's numpy, scipy and matplotlib through the venv's system site packages).
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build
   catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev libopenblas0
-  nlohmann-json3-dev libpcre2-dev python3-venv
+  nlohmann-json3-dev libpcre2-dev python3-venv python3-scipy
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
   jupyter-notebook python3-nbconvert python3-markdown
@@ -101,6 +103,39 @@ hf_venv() {
   fi
 }
 
+# ---- the control-engineering Python packages (scripts/requirements-control.txt) ------------
+# python-control, CasADi and do-mpc (lesson 13's PI loop and MPC are checked against them:
+# scripts/control_peer.py, tests/python/test_control_peer.py), pinned with hashes, in the same
+# <repo>/.venv as the Hugging Face packages. Runs after hf_venv, which may make the venv again
+# (--clear); here it is only made when hf_venv could not, never cleared. Optional: offline,
+# setup says so and goes on, and the cross-check test SKIPs printing the command below. With
+# --check: only says whether it is there.
+control_venv() {
+  local root venv req cmd py
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  venv="$root/.venv"
+  req="$root/scripts/requirements-control.txt"
+  py=python3
+  [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
+  cmd="$py -m venv --system-site-packages .venv && .venv/bin/pip install --require-hashes -r scripts/requirements-control.txt"
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -W ignore -c "import control, casadi, do_mpc" >/dev/null 2>&1; then
+    echo "setup: python-control, CasADi and do-mpc present in .venv"
+    return 0
+  fi
+  if [[ $check_only -eq 1 ]]; then
+    echo "setup: python-control/CasADi/do-mpc not installed in .venv (lesson 13's control cross-check"
+    echo "setup:   will SKIP); install: $cmd"
+    return 0
+  fi
+  if ! { [[ -x "$venv/bin/python" ]] || "$py" -m venv --system-site-packages "$venv" >/dev/null 2>&1; } ||
+     ! "$venv/bin/pip" install -q --require-hashes -r "$req"; then
+    echo "setup: could not install python-control, CasADi and do-mpc (offline? no python3-venv?):"
+    echo "setup:   lesson 13's control cross-check will SKIP. Later, from the repository root: $cmd"
+  else
+    echo "setup: installed python-control, CasADi and do-mpc into .venv ($py)"
+  fi
+}
+
 # Says which library libblas.so.3 resolves to; warns unless it is an OpenBLAS (someone
 # may have set the alternative by hand). Only reports: the choice is the admin's.
 check_blas_alternative() {
@@ -126,6 +161,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
     check_blas_alternative
     old_gpu_toolchain
     hf_venv
+    control_venv
     exit 0
   fi
   echo "setup: missing Debian packages: ${missing[*]}"
@@ -145,6 +181,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   check_blas_alternative
   old_gpu_toolchain
   hf_venv
+  control_venv
   exit 0
 fi
 
@@ -178,4 +215,5 @@ for tool in cmake ninja c++ python3; do
 done
 old_gpu_toolchain
 hf_venv
+control_venv
 exit $status
