@@ -1,0 +1,1 @@
+#include "lessons/13-control/faults.h"
