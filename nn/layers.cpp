@@ -104,12 +104,12 @@ const float* Mlp::forward(const float* x, int B) {
   return nullptr;  // unreachable: an Mlp has at least one layer
 }
 
-void Mlp::backward(const float* dlogits, int B) {
+void Mlp::backward(const float* dlogits, int B, float* dx) {
   NN_CHECK(input_ != nullptr && B <= batch_, "Mlp::backward called without a matching forward");
   const float* dout = dlogits;  // gradient w.r.t. the current layer's output (pre-activation)
   for (size_t l = layers_.size(); l-- > 0;) {
     const float* inp = l == 0 ? input_ : post_[l - 1].data();
-    float* dinp = l == 0 ? nullptr : dpost_[l - 1].data();  // no gradient needed for the data
+    float* dinp = l == 0 ? dx : dpost_[l - 1].data();  // the data's gradient only if asked
     layers_[l].backward(dinp, dout, inp, B);
     if (l == 0) break;
     const int64_t n = static_cast<int64_t>(B) * layers_[l - 1].out_features;

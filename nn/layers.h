@@ -50,8 +50,11 @@ class Mlp {
   // x (B, sizes[0]) -> logits (B, sizes.back()). Keeps what backward needs; x must stay
   // alive until backward returns.
   const float* forward(const float* x, int B);
-  // dlogits (B, sizes.back()) -> parameter gradients (accumulated).
-  void backward(const float* dlogits, int B);
+  // dlogits (B, sizes.back()) -> parameter gradients (accumulated). With dx, also the
+  // gradient w.r.t. the input x (B, sizes[0]), assigned: what a caller needs to backprop
+  // through the network into what fed it (lesson 13's MPC optimises the pump moves that
+  // a plant model reads; the weights' gradients are accumulated all the same).
+  void backward(const float* dlogits, int B, float* dx = nullptr);
 
   std::vector<Param> params();
   const MlpConfig& config() const { return cfg_; }

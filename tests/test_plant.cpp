@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -303,4 +304,96 @@ TEST_CASE("plant: ARX rejects bad sizes and data", "[plant]") {
   unfitted.na = 1;
   unfitted.nb = 1;
   REQUIRE_THAT(error_of([&] { lessons::arx_predict(unfitted, y, u, 20); }), Contains("was it fitted"));
+}
+
+// ---- the tank one step at a time (lesson 13's closed loops) ----------------------------------
+
+namespace {
+
+// simulate_tank's loop rebuilt from TankSchedule + TankPlant + PiController (or the held
+// open-loop command): the series it would log.
+lessons::Series stepped_series(const lessons::TankConfig& cfg) {
+  lessons::TankSchedule schedule(cfg);
+  lessons::TankPlant plant(cfg);
+  lessons::PiController pi(cfg.kp, cfg.ki, cfg.dt);
+  pi.reset(plant.u_rest());  // simulate_tank starts the integral at the command at rest
+  lessons::Series s;
+  s.steps = cfg.steps;
+  s.names = {"setpoint", "pump", "level", "outflow", "drain"};
+  for (int t = 0; t < cfg.steps; ++t) {
+    const lessons::TankSchedule::Step st = schedule.next();
+    plant.set_drain(st.drain);
+    const lessons::TankMeasurement m = plant.measure();
+    const double u = cfg.open_loop_pump >= 0 ? cfg.open_loop_pump : pi.step(st.setpoint, m.level_meas);
+    s.data.push_back(static_cast<float>(st.setpoint));
+    s.data.push_back(static_cast<float>(u));
+    s.data.push_back(static_cast<float>(m.level_meas));
+    s.data.push_back(static_cast<float>(m.outflow_meas));
+    s.data.push_back(static_cast<float>(m.drain));
+    plant.step(u);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("plant: TankPlant + PiController + TankSchedule reproduce simulate_tank bit for bit", "[plant]") {
+  // Several configs: the defaults, another seed with a shorter dead time, no dead time,
+  // saturating gains, open loop. Every float of every channel must be identical.
+  std::vector<lessons::TankConfig> cfgs(5);
+  for (auto& c : cfgs) c.steps = 3000;
+  cfgs[1].seed = 7;
+  cfgs[1].dead_time = 5;
+  cfgs[2].dead_time = 0;
+  cfgs[2].seed = 3;
+  cfgs[3].kp = 4;
+  cfgs[3].ki = 0.05;
+  cfgs[3].drain_rate = 0.01;
+  cfgs[4].open_loop_pump = 0.4;
+  for (const auto& cfg : cfgs) {
+    const lessons::Series a = lessons::simulate_tank(cfg);
+    const lessons::Series b = stepped_series(cfg);
+    REQUIRE(a.steps == b.steps);
+    REQUIRE(a.names == b.names);
+    REQUIRE(a.data.size() == b.data.size());
+    size_t mismatches = 0;
+    for (size_t i = 0; i < a.data.size(); ++i) {
+      uint32_t x = 0, y = 0;
+      std::memcpy(&x, &a.data[i], 4);
+      std::memcpy(&y, &b.data[i], 4);
+      mismatches += x != y;
+    }
+    CAPTURE(cfg.seed, cfg.dead_time, cfg.kp);
+    REQUIRE(mismatches == 0);
+  }
+}
+
+TEST_CASE("plant: TankPlant clamps and counts, changes its dead time, refuses nonsense", "[plant]") {
+  lessons::TankConfig cfg = noiseless(100);
+  cfg.dead_time = 3;
+  lessons::TankPlant plant(cfg, 0.5, 16);
+  const double u0 = plant.u_rest();
+  REQUIRE(plant.holding_command(0.5) == Approx(u0));
+  REQUIRE(plant.step(1.5) == 1.0);
+  REQUIRE(plant.step(-0.2) == 0.0);
+  REQUIRE(plant.clamped() == 2);
+  // A pulse of full pump arrives after exactly the dead time: the level holds (at rest) for
+  // 3 steps after the pulse's command, then rises. Lengthen the pipe to 6 and the next
+  // pulse takes 6.
+  lessons::TankPlant p2(cfg, 0.5, 16);
+  std::vector<double> lv;
+  for (int t = 0; t < 6; ++t) {
+    lv.push_back(p2.level());
+    p2.step(t == 0 ? 1.0 : p2.u_rest());
+  }
+  // The command at t = 0 reaches the tank at t = 3, so level(4) is the first to move.
+  for (int t = 1; t <= 3; ++t) REQUIRE(lv[t] == Approx(0.5).margin(1e-12));
+  REQUIRE(p2.level() > 0.5 + 0.01);
+  p2.set_dead_time(6);
+  REQUIRE(p2.dead_time() == 6);
+  REQUIRE_THROWS_WITH(p2.set_dead_time(17), Contains("max_dead_time"));
+  REQUIRE_THROWS_WITH(lessons::TankPlant(cfg, 0.5, 2), Contains("max_dead_time"));
+  p2.measure();
+  REQUIRE_THROWS_WITH(p2.set_drain(0.01), Contains("after measure"));
+  REQUIRE_THROWS_WITH(lessons::PiController(1, 0.1, 0), Contains("dt > 0"));
 }

@@ -181,6 +181,119 @@ Series simulate_tank(const TankConfig& cfg) {
   return s;
 }
 
+// ---- the tank, one step at a time ----------------------------------------------------------
+// The same draws and the same arithmetic as simulate_tank, in the same order: the test in
+// tests/test_plant.cpp holds them to its series bit for bit. (simulate_tank keeps its own
+// loop, so that lessons 05-06 read the whole plant in one function.)
+
+TankSchedule::TankSchedule(const TankConfig& cfg)
+    : cfg_(cfg), schedule_rng_(cfg.seed), drain_rng_(cfg.seed + 0x9E3779B97F4A7C15ULL) {
+  check_config(cfg_);
+  setpoint_ = cfg_.setpoint_lo + (cfg_.setpoint_hi - cfg_.setpoint_lo) * static_cast<double>(schedule_rng_.uniform());
+  const auto span = static_cast<uint32_t>(cfg_.setpoint_hold_max - cfg_.setpoint_hold_min + 1);
+  hold_left_ = cfg_.setpoint_hold_min + static_cast<int>(schedule_rng_.below(span));
+  first_setpoint_ = setpoint_;
+}
+
+TankSchedule::Step TankSchedule::next() {
+  if (hold_left_ == 0) {
+    setpoint_ = cfg_.setpoint_lo + (cfg_.setpoint_hi - cfg_.setpoint_lo) * static_cast<double>(schedule_rng_.uniform());
+    const auto span = static_cast<uint32_t>(cfg_.setpoint_hold_max - cfg_.setpoint_hold_min + 1);
+    hold_left_ = cfg_.setpoint_hold_min + static_cast<int>(schedule_rng_.below(span));
+  }
+  --hold_left_;
+  if (cfg_.drain_rate > 0 && static_cast<double>(drain_rng_.uniform()) < cfg_.drain_rate) {
+    drain_open_ = !drain_open_;
+    drain_flow_ = drain_open_ ? cfg_.drain_max * static_cast<double>(drain_rng_.uniform()) : 0.0;
+  }
+  return {setpoint_, drain_flow_};
+}
+
+PiController::PiController(double kp, double ki, double dt, double u_min, double u_max)
+    : kp_(kp), ki_(ki), dt_(dt), u_min_(u_min), u_max_(u_max) {
+  NN_CHECK(kp >= 0 && ki >= 0 && dt > 0 && u_min < u_max,
+           "PiController: need kp, ki >= 0, dt > 0, u_min < u_max, got kp = " << kp << ", ki = " << ki << ", dt = "
+                                                                             << dt << ", u in [" << u_min << ", "
+                                                                             << u_max << "]");
+}
+
+double PiController::step(double setpoint, double y) {
+  const double e = setpoint - y;
+  const double integral_next = integral_ + ki_ * dt_ * e;
+  const double u_raw = kp_ * e + integral_next;
+  // Anti-windup: while the output is saturated and the error pushes further the same way,
+  // the integral stops growing.
+  const bool pushing_past_top = u_raw > u_max_ && e > 0;
+  const bool pushing_past_bottom = u_raw < u_min_ && e < 0;
+  if (!pushing_past_top && !pushing_past_bottom) {
+    integral_ = integral_next;
+  }
+  return std::clamp(kp_ * e + integral_, u_min_, u_max_);
+}
+
+TankPlant::TankPlant(const TankConfig& cfg, double level0, int max_dead_time)
+    : cfg_(cfg), noise_rng_(cfg.seed + 2 * 0x9E3779B97F4A7C15ULL) {
+  check_config(cfg_);
+  NN_CHECK(max_dead_time >= cfg_.dead_time && max_dead_time >= 1,
+           "TankPlant: max_dead_time (" << max_dead_time << ") must be >= 1 and >= the dead time " << cfg_.dead_time);
+  level_ = level0 >= 0 ? level0 : TankSchedule(cfg_).first_setpoint();
+  NN_CHECK(level_ <= cfg_.max_level, "TankPlant: level0 " << level_ << " is above max_level " << cfg_.max_level);
+  u_rest_ = std::clamp(cfg_.outflow_coeff * std::sqrt(level_) / cfg_.pump_gain, 0.0, 1.0);
+  dead_time_ = cfg_.dead_time;
+  max_dead_time_ = max_dead_time;
+  pipe_.assign(static_cast<size_t>(max_dead_time_), u_rest_);
+}
+
+double TankPlant::holding_command(double level, double drain) const {
+  return std::clamp((cfg_.outflow_coeff * std::sqrt(std::max(level, 0.0)) + drain) / cfg_.pump_gain, 0.0, 1.0);
+}
+
+void TankPlant::set_drain(double q) {
+  NN_CHECK(q >= 0 && std::isfinite(q), "TankPlant: the drain flow must be >= 0, got " << q);
+  NN_CHECK(!measured_, "TankPlant: set_drain after measure() in the same step (the sensors already saw the old drain)");
+  drain_ = q;
+}
+
+void TankPlant::set_dead_time(int d) {
+  NN_CHECK(d >= 0 && d <= max_dead_time_,
+           "TankPlant: dead time " << d << " is outside [0, max_dead_time = " << max_dead_time_ << "]");
+  dead_time_ = d;
+}
+
+const TankMeasurement& TankPlant::measure() {
+  if (!measured_) {
+    const double q_out = cfg_.outflow_coeff * std::sqrt(level_) + drain_;
+    m_.level_true = level_;
+    m_.outflow_true = q_out;
+    m_.drain = drain_;
+    m_.level_meas = level_ + cfg_.level_noise * static_cast<double>(noise_rng_.normal());
+    m_.outflow_meas = q_out + cfg_.flow_noise * static_cast<double>(noise_rng_.normal());
+    measured_ = true;
+  }
+  return m_;
+}
+
+double TankPlant::step(double u_cmd) {
+  NN_CHECK(std::isfinite(u_cmd), "TankPlant: the pump command is not finite (" << u_cmd << ")");
+  const TankMeasurement& m = measure();
+  const double u = std::clamp(u_cmd, 0.0, 1.0);
+  if (u != u_cmd) ++clamped_;
+  // The pipe: the command of dead_time steps ago arrives now (dead time 0: this one).
+  double u_arriving = u;
+  const size_t cap = pipe_.size();
+  if (dead_time_ > 0) {
+    u_arriving = pipe_[(head_ + cap - static_cast<size_t>(dead_time_)) % cap];
+  }
+  pipe_[head_] = u;
+  head_ = (head_ + 1) % cap;
+  const double q_in = cfg_.pump_gain * u_arriving;
+  const double q_out = m.outflow_true;
+  level_ = std::clamp(level_ + cfg_.dt / cfg_.area * (q_in - q_out), 0.0, cfg_.max_level);
+  measured_ = false;
+  ++t_;
+  return u;
+}
+
 // ---- ARX: the linear baseline ------------------------------------------------------------
 
 namespace {

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "nn/rng.h"
+
 namespace lessons {
 
 // The defaults were tuned with the noise-free, drain-free plant and then checked with both
@@ -109,5 +111,97 @@ ArxModel fit_arx(std::span<const float> y, std::span<const float> u, int steps, 
 // row is a forecast past the end of the data.
 std::vector<float> arx_predict(const ArxModel& model, std::span<const float> y,
                                std::span<const float> u, int steps);
+
+// ---- the tank, one step at a time ------------------------------------------------------
+// simulate_tank runs the whole loop inside; lesson 13 puts other controllers in the loop, so
+// the same physics is also available driven from outside. TankSchedule (the operator's
+// setpoints and the drain), PiController and TankPlant, run as
+//   for t: s = schedule.next(); plant.set_drain(s.drain); m = plant.measure();
+//          u = pi.step(s.setpoint, m.level_meas); plant.step(u);
+// reproduce simulate_tank's series bit for bit for the same config (tests/test_plant.cpp):
+// the same generators, seeds, draws and arithmetic in the same order.
+
+// What the plant's transmitters show at time t, and the truth behind them (for metrics).
+struct TankMeasurement {
+  double level_meas = 0;    // m, with sensor noise (what a controller sees)
+  double outflow_meas = 0;  // m^3/s, with sensor noise
+  double level_true = 0;    // m
+  double outflow_true = 0;  // m^3/s (outlet + drain)
+  double drain = 0;         // m^3/s, the unmeasured disturbance
+};
+
+// The operator's setpoint schedule and the drain valve of simulate_tank, drawn from
+// cfg.seed with simulate_tank's generators: next() is step t's setpoint and drain flow.
+class TankSchedule {
+ public:
+  explicit TankSchedule(const TankConfig& cfg);
+  struct Step {
+    double setpoint = 0;
+    double drain = 0;
+  };
+  Step next();
+  double first_setpoint() const { return first_setpoint_; }  // step 0's (where the plant starts)
+
+ private:
+  TankConfig cfg_;
+  nn::Rng schedule_rng_, drain_rng_;
+  double setpoint_ = 0, drain_flow_ = 0, first_setpoint_ = 0;
+  int hold_left_ = 0;
+  bool drain_open_ = false, first_ = true;
+};
+
+// The discrete PI of simulate_tank with its anti-windup (see the header's top):
+//   e = setpoint - y;  I' = I + ki dt e;  I = I' unless the output is saturated and e
+//   pushes further;  u = clamp(kp e + I, u_min, u_max).
+class PiController {
+ public:
+  PiController(double kp, double ki, double dt, double u_min = 0.0, double u_max = 1.0);
+  double step(double setpoint, double y);
+  void reset(double integral = 0.0) { integral_ = integral; }  // I, e.g. the command at rest
+  double integral() const { return integral_; }
+  double kp() const { return kp_; }
+  double ki() const { return ki_; }
+
+ private:
+  double kp_, ki_, dt_, u_min_, u_max_;
+  double integral_ = 0.0;
+};
+
+// The tank driven from outside. Starts at rest at `level0` (default: the schedule's first
+// setpoint): the pump command that holds that level fills the pipe. One control period:
+//   set_drain(q) (optional), measure() (the transmitters at time t; noise drawn once per
+//   step, so calling it twice returns the same values), step(u) (the command enters the
+//   pipe, u(t - dead_time) reaches the tank, the level moves to t + 1).
+// u is clamped to [0, 1] (a pump cannot do more); clamped() counts the steps it had to.
+// set_dead_time changes the pipe's length from the next step on (the pipe keeps
+// max_dead_time commands; longer is an error): a longer pipe delivers older commands.
+class TankPlant {
+ public:
+  explicit TankPlant(const TankConfig& cfg, double level0 = -1.0, int max_dead_time = 256);
+  void set_drain(double q);
+  void set_dead_time(int d);
+  const TankMeasurement& measure();
+  double step(double u);  // returns the command applied (after the clamp)
+
+  double level() const { return level_; }
+  double drain() const { return drain_; }
+  int dead_time() const { return dead_time_; }
+  int time() const { return t_; }
+  int clamped() const { return clamped_; }
+  double u_rest() const { return u_rest_; }  // the command that held level0
+  const TankConfig& config() const { return cfg_; }
+  // The command that holds `level` against `drain` (clamped to [0, 1]): q_in = q_out.
+  double holding_command(double level, double drain = 0.0) const;
+
+ private:
+  TankConfig cfg_;
+  nn::Rng noise_rng_;
+  double level_ = 0, drain_ = 0, u_rest_ = 0;
+  int dead_time_ = 0, max_dead_time_ = 0, t_ = 0, clamped_ = 0;
+  std::vector<double> pipe_;  // ring: the last max_dead_time commands, newest at head_ - 1
+  size_t head_ = 0;
+  bool measured_ = false;
+  TankMeasurement m_;
+};
 
 }  // namespace lessons
