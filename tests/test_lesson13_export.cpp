@@ -54,16 +54,16 @@ TEST_CASE("lesson13 export: the C++ reference runs the spec's features and histo
   run.step(first);
   for (int i = 0; i < spec.inputs(); ++i) {
     const lesson13::ExportFeature& f = spec.features[static_cast<size_t>(i)];
-    const float want = (first[f.signal] - f.mean) * f.inv_std;
+    const float want = (first[f.signal] - f.mean) / f.std;
     CHECK(run.features()[static_cast<size_t>(i)] == want);
   }
   // then each step shifts by one: after k more steps lag k is still the first sample
   const float second[2] = {0.5f, 0.7f};
   run.step(second);
-  CHECK(run.features()[0] == (0.5f - spec.features[0].mean) * spec.features[0].inv_std);  // level lag 0
-  CHECK(run.features()[1] == (0.4f - spec.features[1].mean) * spec.features[1].inv_std);  // level lag 1
-  CHECK(run.features()[4] == (0.7f - spec.features[4].mean) * spec.features[4].inv_std);  // pump lag 0
-  CHECK(run.features()[5] == (0.3f - spec.features[5].mean) * spec.features[5].inv_std);  // pump lag 1
+  CHECK(run.features()[0] == (0.5f - spec.features[0].mean) / spec.features[0].std);  // level lag 0
+  CHECK(run.features()[1] == (0.4f - spec.features[1].mean) / spec.features[1].std);  // level lag 1
+  CHECK(run.features()[4] == (0.7f - spec.features[4].mean) / spec.features[4].std);  // pump lag 0
+  CHECK(run.features()[5] == (0.3f - spec.features[5].mean) / spec.features[5].std);  // pump lag 1
 }
 
 TEST_CASE("lesson13 export: the NARX network predicts better than persistence", "[lesson13][export]") {
@@ -125,6 +125,43 @@ TEST_CASE("lesson13 export: the C file compiles with -std=c99 -Werror and matche
   INFO("int8 vs fp32, max |difference| of the predicted level: " << gap << " m");
   CHECK(gap > 0.0);
   CHECK(gap < 5e-3);
+}
+
+TEST_CASE("lesson13 export: the lesson's PlantModel as C agrees with PlantModel::one_step_predictions",
+          "[lesson13][export]") {
+  const std::string cc = lesson13::find_c_compiler();
+  if (cc.empty()) {
+    WARN("no C compiler on this machine: skipped");
+    return;
+  }
+  lessons::TankConfig tc;
+  tc.steps = 3000;
+  tc.seed = 3;
+  lesson13::PlantModelConfig pc;
+  pc.hidden = {10, 6};
+  pc.epochs = 1;
+  const lesson13::PlantModel m = lesson13::train_plant_model(lesson13::identification_series(tc), pc, 4);
+  const lesson13::ExportSpec spec = lesson13::spec_from_plant_model(m);
+  CHECK(spec.inputs() == pc.na + pc.nb);
+  CHECK(spec.history == m.lag());
+  testing::TempDir dir("lesson13-export-plant");
+  const lesson13::BuiltExport b = lesson13::build_export(spec, kernels::WeightFormat::f32, dir.path.string(), cc);
+  const lessons::Series val = tank_run(11, 4000);
+  const lesson13::Agreement a =
+      lesson13::compare_with_cpp(spec, kernels::WeightFormat::f32, inputs_of(val), b.driver_exe, dir.path.string());
+  CHECK(a.bad == 0);
+  // ... and against the model's own code path (its batched forward), from the first row it
+  // predicts (before that it holds the level; the C file repeats the first sample instead)
+  const std::vector<float> want = m.one_step_predictions(val);
+  int64_t outside = 0;
+  double worst = 0.0;
+  for (size_t t = static_cast<size_t>(m.lag() - 1); t < want.size(); ++t) {
+    const double err = std::fabs(static_cast<double>(a.c_out[t]) - want[t]);
+    worst = std::max(worst, err);
+    outside += !(err <= lesson13::kExportAtol + lesson13::kExportRtol * std::fabs(static_cast<double>(want[t])));
+  }
+  INFO("C against PlantModel::one_step_predictions: max |difference| " << worst << " m");
+  CHECK(outside == 0);
 }
 
 TEST_CASE("lesson13 export: a wrong C file is caught (the comparison can fail)", "[lesson13][export]") {

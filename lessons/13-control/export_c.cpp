@@ -49,7 +49,7 @@ void ExportSpec::validate() const {
              "export: feature " << i << " reads signal " << f.signal << " of " << signals.size());
     NN_CHECK(f.lag >= 0 && f.lag < history, "export: feature " << i << " reads lag " << f.lag << " but the history keeps "
                                                                 << history << " samples");
-    NN_CHECK(std::isfinite(f.mean) && std::isfinite(f.inv_std), "export: feature " << i << "'s normalisation is not finite");
+    NN_CHECK(std::isfinite(f.mean) && std::isfinite(f.std) && f.std != 0.0f, "export: feature " << i << "'s normalisation is not finite");
   }
   NN_CHECK(!layers.empty(), "export: the spec has no layers");
   int width = inputs();
@@ -79,6 +79,24 @@ void set_network(ExportSpec& spec, nn::Mlp& mlp) {
     e.bias.assign(L.bias.data(), L.bias.data() + L.bias.numel());
     spec.layers.push_back(std::move(e));
   }
+}
+
+ExportSpec spec_from_plant_model(const PlantModel& m, const std::string& name) {
+  ExportSpec spec;
+  spec.name = name;
+  spec.description = "The lesson's plant model (lessons/13-control/plant_model.h), a NARX network: level(t+1) from the "
+                     "last " + std::to_string(m.cfg.na) + " levels and " + std::to_string(m.cfg.nb) + " pump commands.";
+  spec.signals = {"level y(t), m (measured)", "pump u(t) in [0, 1] (the command just sent)"};
+  spec.output = "the predicted level y(t+1), m";
+  spec.history = m.lag();
+  for (int i = 0; i < m.cfg.na; ++i) spec.features.push_back({0, i, m.level_mean, m.level_std});
+  for (int j = 0; j < m.cfg.nb; ++j) spec.features.push_back({1, j, m.pump_mean, m.pump_std});
+  spec.out_mean = m.dlevel_mean;
+  spec.out_std = m.dlevel_std;
+  spec.out_base_signal = 0;
+  set_network(spec, m.mlp);
+  spec.validate();
+  return spec;
 }
 
 ExportSpec dequantized_int8(const ExportSpec& spec) {
@@ -139,12 +157,11 @@ float SpecRunner::step(const float* in) {
   started_ = true;
   for (size_t i = 0; i < x_.size(); ++i) {
     const ExportFeature& f = spec_.features[i];
-    x_[i] = (hist_[static_cast<size_t>(f.signal) * H + static_cast<size_t>(f.lag)] - f.mean) * f.inv_std;
+    x_[i] = (hist_[static_cast<size_t>(f.signal) * H + static_cast<size_t>(f.lag)] - f.mean) / f.std;
   }
   const float z = mlp_.forward(x_.data(), 1)[0];
-  float y = spec_.out_mean + spec_.out_std * z;
-  if (spec_.out_base_signal >= 0) y += hist_[static_cast<size_t>(spec_.out_base_signal) * H];
-  return y;
+  if (spec_.out_base_signal < 0) return spec_.out_mean + spec_.out_std * z;
+  return hist_[static_cast<size_t>(spec_.out_base_signal) * H] + spec_.out_mean + spec_.out_std * z;
 }
 
 // ---- the generated C -----------------------------------------------------------------------
@@ -202,10 +219,12 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
   os << " * Every sample period call " << n << "_step(&state, in) once with\n";
   for (size_t s = 0; s < spec.signals.size(); ++s) os << " *   in[" << s << "] = " << spec.signals[s] << "\n";
   os << " * It returns " << (spec.output.empty() ? "the network's output" : spec.output) << ":\n"
-     << " *   x_i = (hist[signal_i][lag_i] - mean_i) * inv_std_i       hist[s][0]: the newest sample of in[s]\n"
+     << " *   x_i = (hist[signal_i][lag_i] - mean_i) / std_i       hist[s][0]: the newest sample of in[s]\n"
      << " *   h   = " << nn::activation_name(spec.activation) << "(W h + b) per hidden layer, z = W h + b last\n"
-     << " *   y   = " << c_float(spec.out_mean) << " + " << c_float(spec.out_std) << " * z";
-  if (spec.out_base_signal >= 0) os << " + hist[" << spec.out_base_signal << "][0] (the network predicts a change)";
+     << " *   y   = ";
+  if (spec.out_base_signal >= 0) os << "hist[" << spec.out_base_signal << "][0] + ";
+  os << c_float(spec.out_mean) << " + " << c_float(spec.out_std) << " * z";
+  if (spec.out_base_signal >= 0) os << "   (the network predicts the change)";
   os << "\n"
      << " * Before " << spec.history << " samples have arrived the missing past is the first sample repeated.\n"
      << " *\n"
@@ -239,8 +258,8 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
   write_array(os, spec.features.size(), 24, [&](size_t i) { return std::to_string(spec.features[i].lag); });
   os << "};\nstatic const float " << n << "_feat_mean[" << N << "_INPUTS] = {\n";
   write_array(os, spec.features.size(), 6, [&](size_t i) { return c_float(spec.features[i].mean); });
-  os << "};\nstatic const float " << n << "_feat_inv_std[" << N << "_INPUTS] = {\n";
-  write_array(os, spec.features.size(), 6, [&](size_t i) { return c_float(spec.features[i].inv_std); });
+  os << "};\nstatic const float " << n << "_feat_std[" << N << "_INPUTS] = {\n";
+  write_array(os, spec.features.size(), 6, [&](size_t i) { return c_float(spec.features[i].std); });
   os << "};\n\n";
 
   // -- the weights, layer by layer
@@ -317,8 +336,8 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
      << "    }\n"
      << "    s->started = 1;\n"
      << "    for (i = 0; i < " << N << "_INPUTS; ++i)\n"
-     << "        a[i] = (s->hist[" << n << "_feat_signal[i]][" << n << "_feat_lag[i]] - " << n << "_feat_mean[i]) * "
-     << n << "_feat_inv_std[i];\n";
+     << "        a[i] = (s->hist[" << n << "_feat_signal[i]][" << n << "_feat_lag[i]] - " << n << "_feat_mean[i]) / "
+     << n << "_feat_std[i];\n";
   // ping-pong between a and b
   for (size_t l = 0; l < L; ++l) {
     const ExportLayer& E = spec.layers[l];
@@ -332,9 +351,9 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
     if (l + 1 < L) os << "    " << n << "_act(" << dst << ", " << E.out << ");\n";
   }
   const char* last = (L - 1) % 2 == 0 ? "b" : "a";
-  os << "    return " << c_float(spec.out_mean) << " + " << c_float(spec.out_std) << " * " << last << "[0]";
-  if (spec.out_base_signal >= 0) os << " + s->hist[" << spec.out_base_signal << "][0]";
-  os << ";\n}\n";
+  os << "    return ";
+  if (spec.out_base_signal >= 0) os << "s->hist[" << spec.out_base_signal << "][0] + ";
+  os << c_float(spec.out_mean) << " + " << c_float(spec.out_std) << " * " << last << "[0];\n}\n";
   return os.str();
 }
 
@@ -648,8 +667,8 @@ ExportSpec train_narx(const lessons::Series& train, const NarxConfig& cfg, uint6
   float lm = 0, ls = 1, pm = 0, ps = 1;
   mean_std(level, 0, level.size(), lm, ls);
   mean_std(pump, 0, pump.size(), pm, ps);
-  for (int k = 0; k < cfg.na; ++k) spec.features.push_back({0, k, lm, 1.0f / ls});
-  for (int k = 0; k < cfg.nb; ++k) spec.features.push_back({1, k, pm, 1.0f / ps});
+  for (int k = 0; k < cfg.na; ++k) spec.features.push_back({0, k, lm, ls});
+  for (int k = 0; k < cfg.nb; ++k) spec.features.push_back({1, k, pm, ps});
   // targets: the change of the level, normalised
   const size_t first = static_cast<size_t>(H - 1), last = static_cast<size_t>(train.steps - 1);  // t in [first, last)
   const size_t n = last - first;
@@ -666,7 +685,7 @@ ExportSpec train_narx(const lessons::Series& train, const NarxConfig& cfg, uint6
     for (int f = 0; f < F; ++f) {
       const ExportFeature& e = spec.features[static_cast<size_t>(f)];
       const float v = e.signal == 0 ? level[t - static_cast<size_t>(e.lag)] : pump[t - static_cast<size_t>(e.lag)];
-      X[i * static_cast<size_t>(F) + static_cast<size_t>(f)] = (v - e.mean) * e.inv_std;
+      X[i * static_cast<size_t>(F) + static_cast<size_t>(f)] = (v - e.mean) / e.std;
     }
     Y[i] = (dy[i] - dm) / ds;
   }

@@ -29,9 +29,10 @@
 // `history` samples have arrived the missing past is the FIRST sample repeated (the plant is
 // assumed to have been at rest there), in C and in C++ alike.
 //
-//   feature i  x_i = (hist[signal_i][lag_i] - mean_i) * inv_std_i
+//   feature i  x_i = (hist[signal_i][lag_i] - mean_i) / std_i
 //   network    h = act(W1 x + b1), ..., z = W_L h + b_L      (z has one value)
-//   output     y = out_mean + out_std * z  (+ hist[out_base_signal][0] when out_base_signal >= 0)
+//   output     y = out_mean + out_std * z, or hist[out_base_signal][0] + out_mean + out_std * z when
+//              out_base_signal >= 0 (a model of the change; summed left to right, as PlantModel does)
 //
 // Compiling: find_c_compiler() is $NNLAB_CC, else the C compiler CMake found (NNLAB_C_COMPILER,
 // a compile definition), else cc / gcc / clang on PATH. compile_c() runs it with
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "kernels/weight_format.h"
+#include "lessons/13-control/plant_model.h"
 #include "lessons/common/plant.h"
 #include "nn/layers.h"
 
@@ -52,8 +54,8 @@ namespace lesson13 {
 struct ExportFeature {
   int signal = 0;        // index into ExportSpec::signals
   int lag = 0;           // 0 = the newest sample
-  float mean = 0.0f;     // x = (value - mean) * inv_std
-  float inv_std = 1.0f;
+  float mean = 0.0f;     // x = (value - mean) / std
+  float std = 1.0f;
 };
 
 struct ExportLayer {
@@ -83,6 +85,9 @@ struct ExportSpec {
 
 // The layers of `mlp` copied into `spec.layers`, its activation into `spec.activation`.
 void set_network(ExportSpec& spec, nn::Mlp& mlp);
+// The lesson's plant model (plant_model.h) as a spec: signals {level, pump}, its feature
+// layout (na levels, nb pump commands, newest first) and normalisation, its change output.
+ExportSpec spec_from_plant_model(const PlantModel& m, const std::string& name = "tank_model");
 
 // ---- the C++ reference --------------------------------------------------------------------
 // Runs the spec exactly as the C file does (same history rule), through an nn::Mlp whose

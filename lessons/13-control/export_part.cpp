@@ -89,13 +89,14 @@ int run_export_part(const Options& opts) {
   lessons::TankConfig tc;
   tc.steps = opts.quick ? 4000 : 20000;
   tc.seed = opts.seed;
-  const lessons::Series train = lessons::simulate_tank(tc);
-  NarxConfig nc;
+  PlantModelConfig pc;
   if (opts.quick) {
-    nc.hidden = {12, 8};
-    nc.epochs = 2;
+    pc.hidden = {12, 8};
+    pc.epochs = 2;
   }
-  const ExportSpec spec = train_narx(train, nc, opts.seed + 1);
+  TrainReport tr;
+  const PlantModel model = train_plant_model(identification_series(tc), pc, opts.seed + 1, &tr);
+  const ExportSpec spec = spec_from_plant_model(model);
   lessons::TankConfig vc = tc;
   vc.steps = steps;
   vc.seed = opts.seed + 1000;
@@ -104,9 +105,10 @@ int run_export_part(const Options& opts) {
   const std::vector<float> level = val.channel("level");
   std::string hidden;
   for (size_t l = 0; l + 1 < spec.layers.size(); ++l) hidden += (l ? ", " : "") + std::to_string(spec.layers[l].out);
-  std::cout << "model: NARX MLP " << spec.inputs() << " -> [" << hidden << "] -> 1 (tanh), " << spec.params()
-            << " parameters, history " << spec.history << " periods of level and pump; trained on " << tc.steps
-            << " periods (seed " << tc.seed << "), checked on " << steps << " others (seed " << vc.seed << ")\n";
+  std::cout << "model: the lesson's PlantModel, NARX MLP " << spec.inputs() << " -> [" << hidden << "] -> 1 (tanh), "
+            << spec.params() << " parameters, history " << spec.history << " periods of level and pump; trained on "
+            << tc.steps << " periods of identification data (seed " << tc.seed << ", " << tr.seconds
+            << " s), checked on " << steps << " periods of the plant under its PI (seed " << vc.seed << ")\n";
 
   const std::string cc = find_c_compiler();
   NN_CHECK(!cc.empty(), "part export needs a C compiler: install cc / gcc / clang, or set NNLAB_CC");
@@ -200,7 +202,7 @@ int run_export_part(const Options& opts) {
 
   // -- the record
   std::ostringstream js;
-  js << "{\"model\": {\"kind\": \"narx-mlp\", \"inputs\": " << spec.inputs() << ", \"hidden\": [" << hidden
+  js << "{\"model\": {\"kind\": \"plant-model\", \"inputs\": " << spec.inputs() << ", \"hidden\": [" << hidden
      << "], \"params\": " << spec.params() << ", \"history\": " << spec.history << ", \"signals\": [\"level\", \"pump\"]}"
      << ", \"compiler\": " << json_string(cc) << ", \"flags\": \"-std=c99 -Wall -Wextra -Werror -pedantic -O2\""
      << ", \"tolerance\": {\"atol\": " << jnum(kExportAtol) << ", \"rtol\": " << jnum(kExportRtol) << "}"

@@ -1,9 +1,9 @@
 // Lesson 13, part export: the trained plant model as a controller's C code, checked and measured.
 //
-// A NARX network that predicts the tank's level one period ahead (the model the MPC predicts
-// with and the fault detector's residuals come from; export_c.h: train_narx, until the
-// lesson's PlantModel is exported through the same ExportSpec) is trained on one plant run,
-// then for each weight format (fp32, int8 with per-row scales, lesson 10's format):
+// The lesson's plant model (plant_model.h: the NARX network the MPC predicts with and the fault
+// detector's residuals come from) is trained on identification data (seed --seed) and exported
+// through export_c.h's spec_from_plant_model; then for each weight format (fp32, int8 with
+// per-row scales, lesson 10's format):
 //   - generated as ONE C99 file (export_c.h: generate_c) and compiled by a plain C compiler
 //     with -std=c99 -Wall -Wextra -Werror -pedantic (the compiler is found at run time);
 //   - run by its C driver over a plant run it was not trained on (--export-steps periods) and
