@@ -3,6 +3,7 @@
 // network the part exports until the foundation's plant model is used.
 #include "lessons/13-control/export_c.h"
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -249,7 +250,8 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
      << "    int started;                          /* 0 until the first step */\n"
      << "} " << n << "_state;\n\n";
   os << "void " << n << "_init(" << n << "_state* s);\n"
-     << "float " << n << "_step(" << n << "_state* s, const float* in);\n\n";
+     << "float " << n << "_step(" << n << "_state* s, const float* in);\n"
+     << "unsigned long " << n << "_state_bytes(void);\n\n";
 
   // -- the features
   os << "static const unsigned char " << n << "_feat_signal[" << N << "_INPUTS] = {\n";
@@ -326,6 +328,7 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
      << "        for (k = 0; k < " << N << "_HISTORY; ++k) s->hist[i][k] = 0.0f;\n"
      << "    s->started = 0;\n"
      << "}\n\n";
+  os << "unsigned long " << n << "_state_bytes(void) { return (unsigned long)sizeof(" << n << "_state); }\n\n";
   os << "float " << n << "_step(" << n << "_state* s, const float* in) {\n"
      << "    float a[" << N << "_MAXW], b[" << N << "_MAXW];\n"
      << "    int i, k;\n"
@@ -635,6 +638,31 @@ Agreement compare_with_cpp(const ExportSpec& spec, kernels::WeightFormat format,
   }
   return a;
 }
+
+// ---- the C file inside this process ---------------------------------------------------------
+LoadedExport::LoadedExport(const std::string& cc, const ExportSpec& spec, const std::string& c_file,
+                           const std::string& dir) {
+  const std::string so = dir + "/lib" + spec.name + ".so";
+  compile_c(cc, {c_file}, so, "-shared -fPIC -lm");
+  handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  NN_CHECK(handle_ != nullptr, "cannot load " << so << ": " << dlerror());
+  // POSIX: a function pointer from dlsym's void* (the one cast C++ leaves to the platform)
+  init_ = reinterpret_cast<void (*)(void*)>(dlsym(handle_, (spec.name + "_init").c_str()));
+  step_ = reinterpret_cast<float (*)(void*, const float*)>(dlsym(handle_, (spec.name + "_step").c_str()));
+  auto bytes = reinterpret_cast<unsigned long (*)()>(dlsym(handle_, (spec.name + "_state_bytes").c_str()));
+  NN_CHECK(init_ != nullptr && step_ != nullptr && bytes != nullptr,
+           so << " lacks " << spec.name << "_init, _step or _state_bytes");
+  state_.assign((bytes() + sizeof(double) - 1) / sizeof(double), 0.0);
+  init();
+}
+
+LoadedExport::~LoadedExport() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+void LoadedExport::init() { init_(state_.data()); }
+
+float LoadedExport::step(const float* in) { return step_(state_.data(), in); }
 
 // ---- the stand-in NARX network -------------------------------------------------------------
 namespace {

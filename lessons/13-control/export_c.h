@@ -13,6 +13,8 @@
 //                                 history (fixed size, the caller owns it), and
 //                                   void  <name>_init(<name>_state* s);
 //                                   float <name>_step(<name>_state* s, const float in[N]);
+//                                   unsigned long <name>_state_bytes(void);  (for hosts that
+//                                   load the compiled block and allocate its state)
 //                                 No malloc, no globals written, no recursion: the RAM is the
 //                                 state struct plus step()'s stack frame (two layer buffers).
 //   generate_c_driver(spec)       a small C program that #includes the C file and runs it on
@@ -177,6 +179,27 @@ struct Agreement {
 // compares every step with the tolerance above.
 Agreement compare_with_cpp(const ExportSpec& spec, kernels::WeightFormat format, const std::vector<float>& inputs,
                            const std::string& driver_exe, const std::string& dir);
+
+// ---- the C file inside this process -------------------------------------------------------------
+// The C file compiled as a shared object (cc ... -shared -fPIC) and loaded with dlopen: what a
+// host program (a soft-PLC runtime, a test bench) does with a vendor's compiled block. The
+// state is a buffer of <name>_state_bytes() bytes that this object owns.
+class LoadedExport {
+ public:
+  LoadedExport(const std::string& cc, const ExportSpec& spec, const std::string& c_file, const std::string& dir);
+  ~LoadedExport();
+  LoadedExport(const LoadedExport&) = delete;
+  LoadedExport& operator=(const LoadedExport&) = delete;
+  void init();                 // <name>_init
+  float step(const float* in); // <name>_step
+  size_t state_bytes() const { return state_.size() * sizeof(double); }
+
+ private:
+  void* handle_ = nullptr;
+  void (*init_)(void*) = nullptr;
+  float (*step_)(void*, const float*) = nullptr;
+  std::vector<double> state_;  // double: aligned for the struct's floats and int
+};
 
 // ---- a small NARX network to export (until the foundation's PlantModel is used) -------------
 // level(t+1) from the last na levels and nb pump commands (nb > dead time), trained as a change

@@ -3,6 +3,8 @@
 // its jitter at a fixed sample period. The exporter itself is export_c.cpp.
 #include "lessons/13-control/export_part.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "kernels/harness.h"
 #include "lessons/13-control/control_lesson.h"
 #include "lessons/13-control/export_c.h"
+#include "lessons/13-control/scenario.h"
 #include "nn/check.h"
 
 namespace lesson13 {
@@ -62,6 +65,63 @@ struct FormatResult {
   double rmse = 0.0;
   std::map<std::string, double> bench;
 };
+
+// The controller of the closed-loop run: the tuned PI on the measured level, and the exported
+// C plant model (loaded into this process) run on every tick as the loop's soft sensor / fault
+// monitor: its one-step prediction of the next level, and the residual of the last one. step()
+// first waits for its tick: the sample instant is an absolute deadline on CLOCK_MONOTONIC
+// (clock_nanosleep TIMER_ABSTIME: a fixed grid, so one late tick does not delay the next).
+class ExportedLoopController : public Controller {
+ public:
+  ExportedLoopController(LoadedExport& model, double kp, double ki, int period_us)
+      : model_(model), pi_(kp, ki), period_ns_(1000LL * period_us) {}
+  std::string name() const override { return "pi + exported model"; }
+  void reset(const LoopStart& start) override {
+    pi_.reset(start);
+    model_.init();
+    late_ns.clear();
+    compute_ns.clear();
+    residual.clear();
+    have_pred_ = false;
+    deadline_ = now_ns() + period_ns_;
+  }
+  double step(int t, double setpoint, const Sensed& seen) override {
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(deadline_ / 1000000000LL);
+    ts.tv_nsec = static_cast<long>(deadline_ % 1000000000LL);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+    }
+    const int64_t woke = now_ns();
+    late_ns.push_back(static_cast<double>(woke - deadline_));
+    const double u = pi_.step(t, setpoint, seen);
+    if (have_pred_) residual.push_back(seen.level - pred_);
+    const float in[2] = {static_cast<float>(seen.level), static_cast<float>(std::clamp(u, 0.0, 1.0))};
+    pred_ = model_.step(in);  // the level it expects at the next tick
+    have_pred_ = true;
+    compute_ns.push_back(static_cast<double>(now_ns() - woke));
+    deadline_ += period_ns_;
+    return u;
+  }
+  std::vector<double> late_ns, compute_ns, residual;
+
+ private:
+  static int64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  }
+  LoadedExport& model_;
+  PiLoopController pi_;
+  int64_t period_ns_ = 0, deadline_ = 0;
+  float pred_ = 0.0f;
+  bool have_pred_ = false;
+};
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
 
 }  // namespace
 
@@ -200,6 +260,47 @@ int run_export_part(const Options& opts) {
               << at(rt, "missed") << " (an ordinary process: no real-time priority)\n";
   }
 
+  // -- the closed loop: the exported file on the controller, one tick per sample period
+  struct Loop {
+    std::string scenario;
+    int ticks = 0;
+    double late_med = 0, late_p99 = 0, late_max = 0, compute_max = 0, compute_med = 0, residual_rms = 0;
+    int missed = 0;
+    double iae = 0, iae_pi = 0;
+  } loop;
+  bool have_loop = false;
+  if (r32 != nullptr) {
+    const std::string sub = dir + "/fp32";
+    LoadedExport loaded(cc, spec, r32->c_file, sub);
+    Scenario sc = standard_scenarios(opts.quick, opts.seed).front();  // setpoint steps
+    sc.steps = std::min(sc.steps, ticks);
+    ExportedLoopController ctrl(loaded, tc.kp, tc.ki, o.period_us);
+    const ClosedLoopRun run = run_closed_loop(sc, ctrl);
+    PiLoopController pi(tc.kp, tc.ki);
+    const ClosedLoopRun plain = run_closed_loop(sc, pi);
+    loop.scenario = sc.name;
+    loop.ticks = sc.steps;
+    loop.late_med = quantile(ctrl.late_ns, 0.5);
+    loop.late_p99 = quantile(ctrl.late_ns, 0.99);
+    loop.late_max = quantile(ctrl.late_ns, 1.0);
+    loop.compute_med = quantile(ctrl.compute_ns, 0.5);
+    loop.compute_max = quantile(ctrl.compute_ns, 1.0);
+    for (size_t i = 0; i < ctrl.late_ns.size(); ++i) loop.missed += ctrl.late_ns[i] + ctrl.compute_ns[i] > 1000.0 * o.period_us;
+    double se = 0.0;
+    for (double e : ctrl.residual) se += e * e;
+    loop.residual_rms = std::sqrt(se / static_cast<double>(std::max<size_t>(ctrl.residual.size(), 1)));
+    loop.iae = run.metrics.iae;
+    loop.iae_pi = plain.metrics.iae;
+    have_loop = true;
+    std::cout << "closed loop (" << sc.name << ", " << sc.steps << " ticks of " << o.period_us
+              << " us; the PI closes the loop, the exported model (dlopen'ed, " << loaded.state_bytes()
+              << " B of state) predicts the next level on every tick): wake-up lateness median " << loop.late_med / 1e3
+              << " us, p99 " << loop.late_p99 / 1e3 << " us, max " << loop.late_max / 1e3 << " us; compute per tick median "
+              << loop.compute_med / 1e3 << " us, max " << loop.compute_max / 1e3 << " us; ticks whose command came after the next tick: "
+              << loop.missed << "; residual RMS " << loop.residual_rms << " m; IAE " << loop.iae << " (the PI alone, untimed: "
+              << loop.iae_pi << ")\n";
+  }
+
   // -- the record
   std::ostringstream js;
   js << "{\"model\": {\"kind\": \"plant-model\", \"inputs\": " << spec.inputs() << ", \"hidden\": [" << hidden
@@ -230,6 +331,14 @@ int run_export_part(const Options& opts) {
       js << ", \"" << k << "\": " << jnum(at(rt, k));
     }
     js << "}";
+  }
+  if (have_loop) {
+    js << ", \"closed_loop\": {\"scenario\": " << json_string(loop.scenario) << ", \"period_us\": " << o.period_us
+       << ", \"ticks\": " << loop.ticks << ", \"late_ns_median\": " << jnum(loop.late_med)
+       << ", \"late_ns_p99\": " << jnum(loop.late_p99) << ", \"late_ns_max\": " << jnum(loop.late_max)
+       << ", \"compute_ns_median\": " << jnum(loop.compute_med) << ", \"compute_ns_max\": " << jnum(loop.compute_max)
+       << ", \"missed\": " << loop.missed << ", \"residual_rms\": " << jnum(loop.residual_rms)
+       << ", \"iae\": " << jnum(loop.iae) << ", \"iae_pi\": " << jnum(loop.iae_pi) << "}";
   }
   js << "}";
   record_part("export", js.str());
