@@ -7,11 +7,14 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "kernels/harness.h"
 #include "lessons/13-control/control_lesson.h"
 #include "lessons/13-control/faults.h"
+#include "lessons/13-control/plant_model.h"
+#include "lessons/13-control/scenario.h"
 #include "nn/check.h"
 #include "nn/rng.h"
 
@@ -45,14 +48,46 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-lessons::Series slice(const lessons::Series& s, int from, int to) {
-  lessons::Series out;
-  out.names = s.names;
-  out.steps = to - from;
-  const size_t C = static_cast<size_t>(s.channels());
-  out.data.assign(s.data.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(from) * C),
-                  s.data.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(to) * C));
-  return out;
+// A closed-loop run of the tank under its PI with the setpoints and drain openings drawn as
+// simulate_tank draws them (TankConfig's holds, range and drain rate), from `seed`.
+Scenario random_scenario(const lessons::TankConfig& tc, int steps, uint64_t seed) {
+  Scenario sc;
+  sc.name = "random-setpoints";
+  sc.steps = steps;
+  sc.plant = tc;
+  sc.plant.seed = seed;  // the sensor noise
+  nn::Rng rng(seed * 7919 + 17);
+  sc.level0 = rng.uniform(static_cast<float>(tc.setpoint_lo), static_cast<float>(tc.setpoint_hi));
+  sc.setpoint.initial = sc.level0;
+  for (int t = 0;;) {
+    t += tc.setpoint_hold_min + static_cast<int>(rng.below(static_cast<uint32_t>(tc.setpoint_hold_max - tc.setpoint_hold_min + 1)));
+    if (t >= steps) break;
+    sc.setpoint.changes.emplace_back(t, rng.uniform(static_cast<float>(tc.setpoint_lo), static_cast<float>(tc.setpoint_hi)));
+  }
+  bool open = false;
+  for (int t = 1; t < steps; ++t) {
+    if (rng.uniform() < tc.drain_rate) {
+      open = !open;
+      sc.drain.changes.emplace_back(t, open ? rng.uniform(0.0f, static_cast<float>(tc.drain_max)) : 0.0);
+    }
+  }
+  sc.dead_time.initial = tc.dead_time;
+  return sc;
+}
+
+// The run as a series the models read: the level the controller SAW (the transmitter, faulty or
+// not) and the commands it sent.
+lessons::Series loop_series(const Scenario& sc, const lessons::TankConfig& tc, const SensorHook& hook) {
+  PiLoopController pi(tc.kp, tc.ki);
+  const ClosedLoopRun run = run_closed_loop(sc, pi, hook);
+  lessons::Series s;
+  s.steps = sc.steps;
+  s.names = {"level", "pump"};
+  for (int t = 0; t < sc.steps; ++t) {
+    s.data.push_back(static_cast<float>(run.level_seen[static_cast<size_t>(t)]));
+    s.data.push_back(static_cast<float>(std::clamp(run.u[static_cast<size_t>(t)], 0.0, 1.0)));
+  }
+  return s;
 }
 
 std::string fault_json(const FaultStats& f, double dt) {
@@ -110,22 +145,23 @@ int run_faults_part(const Options& opts) {
   lessons::TankConfig tc;
   tc.steps = opts.quick ? 4000 : 20000;
   tc.seed = opts.seed;
-  const lessons::Series train = lessons::simulate_tank(tc);
-  NarxConfig nc;
+  const lessons::Series train = identification_series(tc);
+  PlantModelConfig pc;
   if (opts.quick) {
-    nc.hidden = {12, 8};
-    nc.epochs = 2;
+    pc.hidden = {12, 8};
+    pc.epochs = 2;
   }
-  const ExportSpec net = train_narx(train, nc, opts.seed + 1);
+  const PlantModel model = train_plant_model(train, pc, opts.seed + 1);
+  const ExportSpec net = spec_from_plant_model(model);  // k-step rollouts run through the spec (SpecRunner)
   const std::vector<float> ty = train.channel("level"), tu = train.channel("pump");
-  const lessons::ArxModel arx = lessons::fit_arx(ty, tu, train.steps, 1, 1, nc.na, nc.nb);
+  const lessons::ArxModel arx = lessons::fit_arx(ty, tu, train.steps, 1, 1, pc.na, pc.nb);
   const double dt = tc.dt;
   const int H = std::max(net.history, arx.lag());
   const int valid = H + o.k;            // the first period every model's prediction is defined at
   const int from = valid + o.window;    // ... and every statistic (alarms are counted from here)
   NN_CHECK(steps > from + o.within + 10, "--faults-steps " << steps << " is too short for the history, --faults-k, "
                                                             "--faults-window and --faults-within");
-  std::cout << "models trained on " << tc.steps << " periods (seed " << tc.seed << "): NARX " << net.inputs() << " -> ... -> 1 ("
+  std::cout << "models identified on " << tc.steps << " periods (seed " << tc.seed << "): the lesson's PlantModel (NARX " << net.inputs() << " -> ... -> 1 ("
             << net.params() << " parameters), ARX na " << arx.na << " nb " << arx.nb << "\n"
             << "detector: |mean residual over " << o.window << " periods| above the threshold for " << o.persistence
             << " periods; thresholds for " << o.target_per_hour << " false alarms/hour on " << calib_runs
@@ -143,7 +179,7 @@ int run_faults_part(const Options& opts) {
   {
     DetectorResult d;
     d.name = "net-" + std::to_string(o.k);
-    d.model = "narx-mlp";
+    d.model = "plant-model";
     d.k = o.k;
     detectors.emplace_back(d, residual_stat(net_pred, o.k));
     d.name = "net-1";
@@ -165,15 +201,40 @@ int run_faults_part(const Options& opts) {
     });
   }
 
-  const auto run_of = [&](uint64_t seed) {
-    lessons::TankConfig c = tc;
-    c.steps = steps;
-    c.seed = seed;
-    return lessons::simulate_tank(c);
-  };
+  const auto run_of = [&](uint64_t seed) { return loop_series(random_scenario(tc, steps, seed), tc, {}); };
   std::vector<lessons::Series> calib, eval;
   for (int i = 0; i < calib_runs; ++i) calib.push_back(run_of(opts.seed + 100 + static_cast<uint64_t>(i)));
   for (int i = 0; i < eval_runs; ++i) eval.push_back(run_of(opts.seed + 200 + static_cast<uint64_t>(i)));
+  // The faulty runs, the same for every detector: per evaluation seed, kind and onset, a closed
+  // loop of its own (the schedule from seed+400+..., the noise too) whose transmitter fails at
+  // `onset` through the sensor hook: the PI sees the faulty level and acts on it.
+  struct Faulty {
+    FaultKind kind;
+    int onset;
+    lessons::Series s;
+  };
+  std::vector<Faulty> faulty;
+  {
+    nn::Rng rng(opts.seed + 300);
+    uint64_t run_seed = opts.seed + 400;
+    for (int r = 0; r < eval_runs; ++r) {
+      for (FaultKind kind : {FaultKind::stuck, FaultKind::drift}) {
+        for (int i = 0; i < onsets; ++i) {
+          const int onset = 2 * from + static_cast<int>(rng.below(600));  // after a few setpoint holds, at random
+          SensorFault f;
+          f.kind = kind;
+          f.onset = onset;
+          f.drift_rate = o.drift;
+          auto held = std::make_shared<double>(0.0);
+          const SensorHook hook = [f, held](int t, const lessons::TankMeasurement&, Sensed& seen) {
+            if (t == f.onset) *held = seen.level;  // what the frozen transmitter keeps showing
+            seen.level = f.apply(t, seen.level, *held);
+          };
+          faulty.push_back({kind, onset, loop_series(random_scenario(tc, onset + o.within, run_seed++), tc, hook)});
+        }
+      }
+    }
+  }
 
   for (auto& [d, stat] : detectors) {
     // -- the threshold, from fault-free runs only
@@ -190,29 +251,18 @@ int run_faults_part(const Options& opts) {
       d.false_alarms += count_alarms(stat(s, valid), d.threshold, o.persistence, from);
       d.fault_free_hours += static_cast<double>(steps - from) * dt / 3600.0;
     }
-    // -- faults on those runs: one at a time, in a window around the onset
-    nn::Rng rng(opts.seed + 300);  // the same onsets for every detector
-    for (size_t r = 0; r < eval.size(); ++r) {
-      for (FaultKind kind : {FaultKind::stuck, FaultKind::drift}) {
-        for (int i = 0; i < onsets; ++i) {
-          const int span = steps - o.within - 2 * from;
-          const int onset = 2 * from + static_cast<int>(rng.below(static_cast<uint32_t>(span)));
-          const lessons::Series seg = slice(eval[r], onset - from, onset + o.within);
-          SensorFault f;
-          f.kind = kind;
-          f.onset = from;  // in the segment
-          f.drift_rate = o.drift;
-          const std::vector<double> st = stat(inject(seg, f), valid);  // healthy residuals fill the window before the onset
-          const int alarm = first_alarm(st, d.threshold, o.persistence, from);
-          FaultStats& fs = kind == FaultKind::stuck ? d.stuck : d.drift;
-          ++fs.onsets;
-          if (alarm >= 0) {
-            ++fs.detected;
-            fs.delays.push_back(alarm - from);
-          } else {
-            ++fs.missed;
-          }
-        }
+    // -- the faulty runs: the first alarm at or after the onset (alarms before it are the
+    // false alarms counted above, on the fault-free runs)
+    for (const Faulty& fr : faulty) {
+      const std::vector<double> st = stat(fr.s, valid);
+      const int alarm = first_alarm(st, d.threshold, o.persistence, fr.onset);
+      FaultStats& fs = fr.kind == FaultKind::stuck ? d.stuck : d.drift;
+      ++fs.onsets;
+      if (alarm >= 0) {
+        ++fs.detected;
+        fs.delays.push_back(alarm - fr.onset);
+      } else {
+        ++fs.missed;
       }
     }
   }
@@ -233,7 +283,7 @@ int run_faults_part(const Options& opts) {
   }
   std::cout << "(FA/hour on " << eval_runs << " fault-free runs of other seeds, "
             << detectors.front().first.fault_free_hours << " h; stuck/drift: detected within " << o.within
-            << " periods / onsets; drift " << o.drift << " m per period; faults injected into the recorded measurement)\n";
+            << " periods / onsets; drift " << o.drift << " m per period; faults injected between the plant and the PI: closed loop)\n";
 
   // -- the record
   std::ostringstream js;

@@ -1,28 +1,32 @@
 // Lesson 13, part faults: a stuck and a drifting level transmitter, detected from prediction
 // residuals with thresholds chosen on fault-free data (the detector: faults.h).
 //
-// One plant run (--seed) trains the NARX network (export_c.h: train_narx) and fits the ARX
-// baseline with the same windows (4 levels, 24 pump commands: longer than the 20-period dead
-// time). Then, per detector:
-//   net-k     the network's prediction of y(t) made --faults-k periods earlier (rolled out on
+// Identification data (plant_model.h: identification_series, seed --seed) trains the lesson's
+// PlantModel (NARX: 4 levels, 40 pump commands) and fits the ARX baseline with the same windows.
+// Every run below is a CLOSED loop (scenario.h: run_closed_loop with the tuned PI) on a random
+// setpoint and drain schedule drawn as simulate_tank draws them; the models read the level the
+// PI saw and the commands it sent. Per detector:
+//   net-k     the PlantModel's prediction of y(t) made --faults-k periods earlier (rolled out on
 //             its own predictions with the recorded pump commands)
-//   net-1     the network one step ahead (what a drift of a fraction of the noise per period
-//             looks like to a one-step residual: almost nothing)
+//   net-1     the PlantModel one step ahead
 //   arx-k     the ARX model, --faults-k ahead, the same detector
 //   range     no model: out of [0, max level] or a flatline of --faults-persistence periods
 // the statistic |mean residual over --faults-window| is computed on --faults-calib-runs
 // fault-free runs (seeds seed+100...), the threshold chosen there for --faults-target-per-hour
-// false alarms (faults.h: choose_threshold), and everything is measured on OTHER runs (seeds
-// seed+200...): false alarms per hour on them fault-free, and on each of them
-// --faults-onsets onsets per fault kind (at random times; one fault at a time):
+// false alarms (faults.h: choose_threshold), and everything is measured on OTHER runs: false
+// alarms per hour on --faults-eval-runs fault-free runs (seeds seed+200...), and per such run
+// --faults-onsets faulty runs per fault kind (seeds seed+400...; the onset at random, after
+// the detectors' warm-up), the fault put between the plant and the PI by run_closed_loop's
+// sensor hook, so the PI acts on the faulty level:
 //   stuck     the transmitter freezes at its value at the onset
 //   drift     it drifts by --faults-drift m per period from the onset
 // detection delay (periods and seconds from the onset to the alarm; only alarms within
 // --faults-within periods count) and missed faults (no alarm within that).
-// The faults are injected into the RECORDED measurement: the PI of the recorded run saw the
-// healthy sensor, so the pump does not react to the fault (with the lesson's closed-loop
-// runner the hook would put the faulty sensor in the loop; then a stuck transmitter also winds
-// the PI up, which makes it easier to see).
+// What the numbers say (full size, docs/benchmarks): a stuck transmitter under a PI at steady
+// state shows the model nothing until the setpoint or the drain moves (the loop is quiet, so
+// the prediction is right); the flatline check sees the missing noise within its persistence.
+// A slow drift under a PI is hidden from a level/pump model: the PI holds the SEEN level at the
+// setpoint and the unmeasured drain explains any pump change, so it is found late or missed.
 //
 // JSON (record_part "faults"):
 //   {"dt", "steps_per_run", "calib_runs", "eval_runs", "train_steps", "k", "window", "persistence",
