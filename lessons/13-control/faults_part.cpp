@@ -268,6 +268,7 @@ int run_faults_part(const Options& opts) {
   }
 
   // -- the table
+  const std::streamsize old_precision = std::cout.precision();
   std::cout << "\n" << std::left << std::setw(9) << "detector" << std::right << std::setw(12) << "threshold"
             << std::setw(12) << "FA/hour" << std::setw(10) << "stuck" << std::setw(13) << "delay med" << std::setw(10)
             << "drift" << std::setw(13) << "delay med" << "\n";
@@ -284,6 +285,8 @@ int run_faults_part(const Options& opts) {
   std::cout << "(FA/hour on " << eval_runs << " fault-free runs of other seeds, "
             << detectors.front().first.fault_free_hours << " h; stuck/drift: detected within " << o.within
             << " periods / onsets; drift " << o.drift << " m per period; faults injected between the plant and the PI: closed loop)\n";
+
+  std::cout.precision(old_precision);
 
   // -- the record
   std::ostringstream js;
