@@ -188,8 +188,9 @@ std::string upper(const std::string& s) {
 template <class F>
 void write_array(std::ostream& os, size_t n, size_t per_line, F value) {
   for (size_t i = 0; i < n; ++i) {
-    if (i % per_line == 0) os << (i == 0 ? "    " : "\n    ");
-    os << value(i) << (i + 1 < n ? ", " : "");
+    if (i % per_line == 0) os << (i == 0 ? "    " : ",\n    ");
+    else os << ", ";
+    os << value(i);
   }
   os << "\n";
 }
