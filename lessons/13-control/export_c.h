@@ -201,7 +201,9 @@ class LoadedExport {
   std::vector<double> state_;  // double: aligned for the struct's floats and int
 };
 
-// ---- a small NARX network to export (until the foundation's PlantModel is used) -------------
+// ---- a small NARX network, built straight into a spec ------------------------------------------
+// The parts export the lesson's PlantModel (spec_from_plant_model); this is the same kind of
+// model trained without it, small and fast: what the tests export and roll out.
 // level(t+1) from the last na levels and nb pump commands (nb > dead time), trained as a change
 // of the level, normalised; tanh MLP. Returns its spec (signals {"level", "pump"}).
 struct NarxConfig {
