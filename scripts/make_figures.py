@@ -1131,6 +1131,155 @@ def fig_lesson12_lora():
     return save(fig, "lesson12-lora", f"docs/benchmarks/{name} ({L12_COMMANDS[name]}; {machine(rec)})")
 
 
+
+# ------------------------------------------------------------------------------------------
+# lesson 13: a network in the control loop. The records (scripts/bench_lesson13.sh writes them;
+# their fields are documented in lessons/13-control/*_part.h):
+#   lesson13-<part>.json   nnlab lesson13 --part <part> --json docs/benchmarks/lesson13-<part>.json
+#       {"schema": "nnlab-lesson13/1", "machine": {...}, "parts": {"<part>": {...}}}
+#   lesson13/mpc_<scenario>.csv   the mpc part's step logs (t, setpoint, drain, dead_time,
+#       level_pi, u_pi, level_mpc, u_mpc)
+#   lesson13/soft_sensor_test.csv   the soft-sensor part's estimates on the test log
+L13_COMMAND = "scripts/bench_lesson13.sh"
+
+
+def _l13_part(part):
+    name = f"lesson13-{part}.json"
+    rec = load_json(name)
+    return name, rec, rec["parts"][part]
+
+
+def _l13_csv(name):
+    path = os.path.join(BENCH, "lesson13", name)
+    with open(path, newline="") as f:
+        rows = list(csv.reader(line for line in f if not line.startswith("#")))
+    head = rows[0]
+    return {h: [float(r[i]) if r[i] != "" else float("nan") for r in rows[1:]] for i, h in enumerate(head)}
+
+
+def fig_lesson13_mpc():
+    name, rec, part = _l13_part("mpc")
+    scenarios = [s["name"] for s in part["scenarios"]]
+    p = plt()
+    fig, axes = p.subplots(2, len(scenarios), figsize=(10, 4.4), sharex="col",
+                           gridspec_kw={"height_ratios": [2, 1]})
+    for j, sc in enumerate(scenarios):
+        d = _l13_csv(f"mpc_{sc}.csv")
+        every = max(1, len(d["t"]) // 300)  # a point per pixel or so: the PNG stays small
+        d = {k: v[::every] for k, v in d.items()}
+        ax, au = axes[0][j], axes[1][j]
+        ax.plot(d["t"], d["setpoint"], "k--", lw=0.9, label="setpoint")
+        ax.plot(d["t"], d["level_pi"], color="tab:blue", lw=1.0, label="PI")
+        ax.plot(d["t"], d["level_mpc"], color="tab:red", lw=1.0, label="MPC (learned model)")
+        ax.set_title(sc, fontsize=9)
+        au.plot(d["t"], d["u_pi"], color="tab:blue", lw=0.8)
+        au.plot(d["t"], d["u_mpc"], color="tab:red", lw=0.8)
+        if any(v > 0 for v in d["drain"]):
+            au2 = au.twinx()
+            au2.fill_between(d["t"], d["drain"], color="0.6", alpha=0.35, step="post")
+            au2.set_yticks([])
+        dts = sorted(set(int(v) for v in d["dead_time"]))
+        if len(dts) > 1:
+            ax.text(0.02, 0.03, f"dead time {dts[0]} -> {dts[-1]} steps", transform=ax.transAxes, fontsize=7)
+        au.set_xlabel("control period (s)")
+        if j == 0:
+            ax.set_ylabel("true level (m)")
+            au.set_ylabel("pump command u")
+            ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle("Lesson 13: the tuned PI against an MPC on the learned model, same plant and noise "
+                 "(grey: the unmeasured drain)" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+    return save(fig, "lesson13-mpc-steps",
+                f"docs/benchmarks/{name}, lesson13/mpc_*.csv ({L13_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson13_mpc_metrics():
+    name, rec, part = _l13_part("mpc")
+    sc = part["scenarios"]
+    p = plt()
+    fig, axes = p.subplots(1, 3, figsize=(12, 3.6))
+    xs = range(len(sc))
+    for ax, key, label in ((axes[0], "iae", "IAE (m s)"), (axes[1], "overshoot_pct", "largest overshoot (%)"),
+                           (axes[2], "effort_du", "actuator travel, sum |du|")):
+        for k, (ctrl, color) in enumerate((("pi", "tab:blue"), ("mpc", "tab:red"))):
+            vals = [s[ctrl][key] if s[ctrl][key] is not None else 0.0 for s in sc]
+            ax.bar([x + (k - 0.5) * 0.38 for x in xs], vals, width=0.38, color=color, label=ctrl.upper())
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([s["name"] for s in sc], fontsize=7, rotation=15)
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+    ms = [s["mpc"]["compute_ms_median"] for s in sc]
+    fig.suptitle(f"Lesson 13: PI against MPC per scenario (lower is better; the MPC's median solve "
+                 f"{min(ms):.2g}-{max(ms):.2g} ms per step)" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.93))
+    return save(fig, "lesson13-mpc-metrics", f"docs/benchmarks/{name} ({L13_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson13_soft_sensor():
+    name, rec, part = _l13_part("soft-sensor")
+    d = _l13_csv("soft_sensor_test.csv")
+    p = plt()
+    fig, (ax, ab) = p.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [2.2, 1]})
+    n = min(len(d["time"]), 1500)
+    t = d["time"][:n]
+    ax.plot(t, d["drain_true_lpm"][:n], "k", lw=1.2, label="true drain (simulator)")
+    for key, color, label in (("drain_network_lpm", "tab:red", "network (MLP)"),
+                              ("drain_linear_lpm", "tab:blue", "linear (least squares)"),
+                              ("drain_physics_lpm", "tab:green", "physics q - k sqrt(y), k known")):
+        ax.plot(t, d[key][:n], color=color, lw=0.7, alpha=0.85, label=label)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("drain flow (l/min)")
+    ax.legend(fontsize=7, loc="upper right")
+    ests = part["estimators"]
+    regimes = [r for r in ("all", "drain_open", "drain_closed", "level_low", "level_high", "drain_beyond_train")
+               if any(r in e["regimes"] and e["regimes"][r]["rows"] for e in ests)]
+    colors = {"network": "tab:red", "linear": "tab:blue", "physics": "tab:green"}
+    w = 0.8 / len(ests)
+    for k, e in enumerate(ests):
+        vals = [e["regimes"][r]["rmse"] * 60000 if r in e["regimes"] and e["regimes"][r]["rmse"] is not None
+                else 0 for r in regimes]
+        ab.bar([i + (k - (len(ests) - 1) / 2) * w for i in range(len(regimes))], vals, width=w,
+               color=colors.get(e["name"], "0.5"), label=e["name"])
+    ab.set_xticks(range(len(regimes)))
+    ab.set_xticklabels([r.replace("_", "\n") for r in regimes], fontsize=6.5)
+    ab.set_ylabel("RMSE (l/min)")
+    ab.legend(fontsize=7)
+    fig.suptitle("Lesson 13: estimating the unmeasured drain from pump, level and outflow (test log)" + mode_tag(),
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.93))
+    return save(fig, "lesson13-soft-sensor",
+                f"docs/benchmarks/{name}, lesson13/soft_sensor_test.csv ({L13_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson13_faults():
+    name, rec, part = _l13_part("faults")
+    dets = part["detectors"]
+    p = plt()
+    fig, axes = p.subplots(1, 3, figsize=(12, 3.6))
+    xs = range(len(dets))
+    axes[0].bar(xs, [d["false_alarms_per_hour"] for d in dets], color="0.5")
+    axes[0].axhline(part["target_per_hour"], color="k", ls="--", lw=0.8, label="target (chosen on other runs)")
+    axes[0].set_ylabel("false alarms per hour")
+    axes[0].legend(fontsize=7)
+    for k, (kind, color) in enumerate((("stuck", "tab:purple"), ("drift", "tab:orange"))):
+        axes[1].bar([x + (k - 0.5) * 0.38 for x in xs],
+                    [d["faults"][kind]["detected"] / max(1, d["faults"][kind]["onsets"]) for d in dets],
+                    width=0.38, color=color, label=kind)
+        axes[2].bar([x + (k - 0.5) * 0.38 for x in xs],
+                    [d["faults"][kind]["delay_s_median"] or 0 for d in dets], width=0.38, color=color, label=kind)
+    axes[1].set_ylabel(f"share found within {part['within']} periods")
+    axes[1].set_ylim(0, 1.05)
+    axes[2].set_ylabel("median detection delay (s)")
+    for ax in axes:
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([d["name"] for d in dets], fontsize=8)
+    axes[1].legend(fontsize=7)
+    fig.suptitle("Lesson 13: a stuck and a drifting level transmitter under PI control, found from residuals"
+                 + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.93))
+    return save(fig, "lesson13-faults", f"docs/benchmarks/{name} ({L13_COMMAND}; {machine(rec)})")
+
+
 # ------------------------------------------------------------------------------------------
 # name -> (function, the records it reads (docs/benchmarks/...), or the program it runs (a str))
 FIGURES = {
@@ -1162,6 +1311,10 @@ FIGURES = {
     "lesson12-speed-law": (fig_lesson12_speed, ["lesson12-speed.json"]),
     "lesson12-vs-transformers": (fig_lesson12_vs_transformers, ["lesson12-vs-transformers.json"]),
     "lesson12-lora": (fig_lesson12_lora, ["lesson12-lora.json"]),
+    "lesson13-mpc-steps": (fig_lesson13_mpc, ["lesson13-mpc.json", "lesson13/mpc_setpoint-steps.csv"]),
+    "lesson13-mpc-metrics": (fig_lesson13_mpc_metrics, ["lesson13-mpc.json"]),
+    "lesson13-soft-sensor": (fig_lesson13_soft_sensor, ["lesson13-soft-sensor.json", "lesson13/soft_sensor_test.csv"]),
+    "lesson13-faults": (fig_lesson13_faults, ["lesson13-faults.json"]),
 }
 
 # Figures whose records are still being measured (issue 22: lesson 12's records are made where a

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <filesystem>
 #include <sstream>
 
 #include "kernels/decode.h"
@@ -533,9 +534,13 @@ void compile_c(const std::string& cc, const std::vector<std::string>& sources, c
   NN_CHECK(r.status == 0, "the C compiler refused the exported code:\n  " << cmd << "\n" << r.output);
 }
 
-CodeSize measure_code_size(const std::string& cc, const std::string& c_file, const std::string& dir,
+CodeSize measure_code_size(const std::string& cc, const std::string& c_file_in, const std::string& dir_in,
                            const std::string& name) {
   CodeSize cs;
+  // Absolute: the compiler runs in `dir` (where -fstack-usage writes), and a relative --out-dir
+  // (out/lesson13, the default) would then point nowhere.
+  const std::string c_file = std::filesystem::absolute(c_file_in).string();
+  const std::string dir = std::filesystem::absolute(dir_in).string();
   const std::string obj = dir + "/" + name + ".o";
   // -fstack-usage writes <obj without .o>.su next to the object (gcc; clang 16+)
   const CommandResult r = run_command("cd '" + dir + "' && '" + cc +
