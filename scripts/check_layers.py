@@ -27,7 +27,7 @@ linked, only from another bench folder, lessons/, app/ or the layers beside. So 
 linking nnlab_cuda_bench is a violation even though kernels/ is below them.
 
 What is scanned: every #include "..." (and #include <...> naming one of our folders) in
-every C/C++/CUDA source and header under --root (build folders, data/ and hidden folders
+every C/C++/CUDA source and header under --root (build folders, data/, out/ and hidden folders
 skipped). A quoted include is resolved against the including file's folder, then the root;
 one that resolves to no file of ours is an error (a typo, or a new folder this script does
 not know: add it to LAYERS). With --build, the link graph is read from
@@ -84,7 +84,9 @@ LAYERS = {
 BENCH_USERS = {LESSONS, APP, BESIDE}
 
 SOURCE_SUFFIXES = {".h", ".hpp", ".hh", ".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".inl"}
-SKIP_DIRS = {"data", "node_modules", "__pycache__"}
+# out/: what the programs write (git-ignored), e.g. lesson 13's exported C files, which are
+# generated outputs, not the project's sources.
+SKIP_DIRS = {"data", "out", "node_modules", "__pycache__"}
 
 # Violations that exist on purpose for now: (kind, from, to) -> why, and who removes it.
 # kind "include": from = the including file, to = the included file (root-relative paths).

@@ -20,6 +20,7 @@
 #include "kernels/clock.h"
 #include "kernels/harness.h"
 #include "lessons/12-real-models/real_lesson.h"
+#include "lessons/common/parts.h"
 #include "nn/check.h"
 #include "nn/rng.h"
 
@@ -41,20 +42,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s + ",") {
-    if (ch == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (ch != ' ') {
-      cur += ch;
-    }
-  }
-  return out;
 }
 
 kernels::WeightFormat parse_format(const std::string& name) {
@@ -267,7 +254,7 @@ ModelResult measure_model(const gpt::GPT& model, const std::string& name, bool r
             << "  " << std::setw(8) << "format" << std::setw(14) << "MB/token" << std::setw(11) << "tokens/s"
             << std::setw(11) << "law" << std::setw(10) << "fraction" << std::setw(12) << "prefill ms" << std::setw(14)
             << "perplexity" << std::setw(10) << "change" << "\n";
-  for (const std::string& fname : split_list(o.formats)) {
+  for (const std::string& fname : lessons::split_list(o.formats)) {
     const kernels::WeightFormat f = parse_format(fname);
     const gpt::InferenceModel im = gpt::pack_model(model, f, be.memory());
     FormatRow r;
@@ -315,7 +302,7 @@ int run_speed_part(const Options& opts) {
   const int threads = gpt::use_threads(opts.threads);
   auto be = gpt::make_backend("cpu", "fp32");
   SpeedOptions o = so;
-  std::vector<std::string> shapes = split_list(o.shapes);
+  std::vector<std::string> shapes = lessons::split_list(o.shapes);
   if (shapes.empty()) {
     shapes = opts.quick ? std::vector<std::string>{"tiny-gpt2", "tiny-gpt2-wide", "tiny-llama"}
                         : std::vector<std::string>{"gpt2-124m", "gpt2-355m", "smollm-135m"};
@@ -365,7 +352,7 @@ int run_speed_part(const Options& opts) {
             << "each format makes to it is a measurement here; real weights (scripts/fetch_model.py) give the real one.\n\n";
 
   std::vector<ModelResult> results;
-  const std::vector<std::string> model_dirs = split_list(o.models);
+  const std::vector<std::string> model_dirs = lessons::split_list(o.models);
   std::vector<RealModel> real;  // kept for speculative decoding
   if (!model_dirs.empty()) {
     for (const std::string& dir : model_dirs) {

@@ -18,6 +18,7 @@
 #include "lessons/13-control/control_lesson.h"
 #include "lessons/13-control/export_c.h"
 #include "lessons/13-control/scenario.h"
+#include "lessons/common/parts.h"
 #include "nn/check.h"
 
 namespace lesson13 {
@@ -41,20 +42,6 @@ double at(const std::map<std::string, double>& kv, const std::string& key) {
   const auto it = kv.find(key);
   NN_CHECK(it != kv.end(), "the C driver's output has no '" << key << "'");
   return it->second;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s + ",") {
-    if (ch == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (ch != ' ') {
-      cur += ch;
-    }
-  }
-  return out;
 }
 
 struct FormatResult {
@@ -178,7 +165,7 @@ int run_export_part(const Options& opts) {
             << "tolerance: " << export_tolerance_text() << "\n\n";
 
   std::vector<FormatResult> results;
-  for (const std::string& fname : split_list(o.formats)) {
+  for (const std::string& fname : lessons::split_list(o.formats)) {
     const kernels::WeightFormat f = kernels::parse_format(fname);
     NN_CHECK(f == kernels::WeightFormat::f32 || f == kernels::WeightFormat::int8,
              "--export-formats: the C file stores fp32 or int8, not " << fname);

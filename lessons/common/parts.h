@@ -27,6 +27,22 @@
 
 namespace lessons {
 
+// A comma-separated flag value as its items, spaces dropped, empty items skipped:
+// "fp32, int8" -> {"fp32", "int8"} (the parts' list flags: formats, shapes, model folders).
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s + ",") {
+    if (ch == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (ch != ' ') {
+      cur += ch;
+    }
+  }
+  return out;
+}
+
 template <typename Options>
 struct Part {
   const char* name;
