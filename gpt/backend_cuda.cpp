@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/ceilings.h"
+#include "kernels/harness.h"
 #include "kernels/cuda/device.h"
 #include "nn/check.h"
 
@@ -163,11 +164,7 @@ struct CudaRungs {
     const int n = 4096;
     const size_t nn = static_cast<size_t>(n) * n;
     std::vector<float> host(nn);
-    uint64_t state = 0x9E3779B97F4A7C15ull;
-    for (float& v : host) {  // a cheap xorshift: any non-degenerate data will do
-      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-      v = static_cast<float>(static_cast<int64_t>(state >> 40) - (int64_t{1} << 23)) / static_cast<float>(1 << 23);
-    }
+    kernels::harness::fill_random(host, 1);
     Array<float> a(dev_, nn), b(dev_, nn), c(dev_, nn, kernels::uninitialized);
     a.upload(host);
     b.upload(host);

@@ -2,11 +2,11 @@
 // the GPT trainer's MFU is measured against (kernels/cuda/bench/cublas.h). Built with or
 // without nvcc: without it cublas_available() says so and the rate is 0.
 #include <algorithm>
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/bench/cublas.h"
+#include "kernels/harness.h"
 
 namespace kernels::cuda::bench {
 
@@ -18,11 +18,7 @@ double cublas_peak_flops(Device& dev, CublasMath math, int n, std::string* what)
   }
   const size_t count = static_cast<size_t>(n) * static_cast<size_t>(n);
   std::vector<float> host(count);
-  uint64_t state = 0x2545F4914F6CDD1Dull;
-  for (float& v : host) {  // random data: zeros can run faster than real operands
-    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-    v = static_cast<float>(static_cast<int64_t>(state >> 40) - (int64_t{1} << 23)) / static_cast<float>(1 << 23);
-  }
+  kernels::harness::fill_random(host, 2);  // random data: zeros can run faster than real operands
   Array<float> a(dev, count), b(dev, count), c(dev, count, kernels::uninitialized);
   a.upload(host);
   b.upload(host);
