@@ -95,11 +95,12 @@ Splits corpus_splits(const Options& opts, const nn::CharVocab& vocab) {
   return {corpus.train, corpus.val, corpus.description};
 }
 
-std::string machine_json(const Options& opts) {
+std::string machine_json(const Options& opts, const gpt::Backend& backend) {
   using kernels::harness::json_string;
   std::ostringstream os;
   os << "{" << kernels::harness::json_fields(kernels::harness::machine_info())
-     << ", \"backend\": " << json_string(opts.backend) << ", \"quick\": " << (opts.quick ? "true" : "false") << "}";
+     << ", \"backend\": " << json_string(opts.backend) << ", \"device\": " << json_string(backend.name())
+     << ", \"quick\": " << (opts.quick ? "true" : "false") << "}";
   return os.str();
 }
 

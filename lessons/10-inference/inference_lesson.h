@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "gpt/backend.h"
 #include "gpt/model.h"
 #include "gpt/train.h"
 
@@ -83,8 +84,10 @@ struct Splits {
   std::string description;
 };
 Splits corpus_splits(const Options& opts, const nn::CharVocab& vocab);
-// JSON of the machine the figures come from (cpu, cores, threads, backend, compiler flags).
-std::string machine_json(const Options& opts);
+// JSON of the machine the figures come from (cpu, cores, threads, backend, compiler flags) and
+// "device": the backend that ran them as it names itself (e.g. "cuda fp32 on NVIDIA H200": the
+// GPU of a cuda record).
+std::string machine_json(const Options& opts, const gpt::Backend& backend);
 // Writes `json` to <json-dir>/lesson10-<part>.json (atomic) when json_dir is set; says where.
 // A backend other than cpu writes lesson10-<part>-<backend>.json (the GPU's law beside the CPU's).
 void write_part_json(const Options& opts, const std::string& part, const std::string& json);

@@ -350,7 +350,7 @@ int run_kv_part(const Options& opts) {
   for (const std::string& line : kv_conclusions(points)) std::cout << line << "\n";
 
   std::ostringstream js;
-  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"kv\", \"machine\": " << machine_json(opts)
+  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"kv\", \"machine\": " << machine_json(opts, *be)
      << ", \"config\": {\"n_layer\": " << c.n_layer << ", \"n_head\": " << c.n_head << ", \"n_embd\": " << c.n_embd
      << ", \"block_size\": " << c.block_size << ", \"vocab_size\": " << c.vocab_size << "}, \"tokens_per_context\": " << k
      << ", \"rows\": [";
@@ -469,7 +469,7 @@ int run_law_part(const Options& opts) {
   }
 
   std::ostringstream js;
-  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"law\", \"machine\": " << machine_json(opts)
+  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"law\", \"machine\": " << machine_json(opts, *be)
      << ", \"bandwidth_gbs\": " << json_number(bw_all / 1e9) << ", \"bandwidth_1t_gbs\": " << json_number(bw_1t / 1e9)
      << ", \"threads\": " << threads << ", \"llc_bytes\": " << llc << ", \"rows\": [";
   for (size_t i = 0; i < rows.size(); ++i) {

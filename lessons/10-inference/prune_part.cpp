@@ -163,7 +163,7 @@ int run_prune_part(const Options& opts) {
                "  The tied head (an embedding: never pruned), the lookups and the vectors stay fp32.\n";
 
   std::ostringstream js;
-  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"prune\", \"machine\": " << machine_json(opts)
+  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"prune\", \"machine\": " << machine_json(opts, *be)
      << ", \"params\": " << gpt::num_parameters(cfg) << ", \"val_loss_dense\": " << json_number(dense_val)
      << ", \"finetune_steps\": " << fo.steps << ", \"rows\": [";
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -118,7 +118,7 @@ int run_quant_part(const Options& opts) {
   using kernels::harness::json_number;
   using kernels::harness::json_string;
   std::ostringstream js;
-  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"quant\", \"machine\": " << machine_json(opts)
+  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"quant\", \"machine\": " << machine_json(opts, *be)
      << ", \"params\": " << gpt::num_parameters(c) << ", \"tokens\": " << tokens << ", \"rows\": [";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];

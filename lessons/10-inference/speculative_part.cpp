@@ -191,7 +191,7 @@ int run_speculative_part(const Options& opts) {
 
   std::ostringstream js;
   const gpt::GPTConfig& tc = target.ck.model.config;
-  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"speculative\", \"machine\": " << machine_json(opts)
+  js << "{\"schema\": \"nnlab-lesson10/1\", \"part\": \"speculative\", \"machine\": " << machine_json(opts, *be)
      << ", \"target\": {\"params\": " << gpt::num_parameters(tc) << ", \"n_layer\": " << tc.n_layer
      << ", \"n_head\": " << tc.n_head << ", \"n_embd\": " << tc.n_embd << ", \"block_size\": " << tc.block_size
      << ", \"ms_per_token\": " << json_number(target_spt * 1e3) << "}, \"tokens\": " << tokens << ", \"runs\": " << runs
