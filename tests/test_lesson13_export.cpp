@@ -3,7 +3,9 @@
 // outputs over a long simulated run (5000 steps of a plant run the network was not trained on)
 // match the C++ model to kExportAtol + kExportRtol |y| at every step, fp32 and int8 (against the
 // C++ model with the same int8 weights dequantised); the int8-vs-fp32 gap is measured and
-// bounded; the spec's checks refuse what cannot be exported.
+// bounded; the spec's checks refuse what cannot be exported. With a PI in the spec the file is the
+// loop's whole controller: loaded with dlopen, it closes the loop on the simulated tank and its
+// command matches lessons::PiController's to kControlAtol at every period.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "lessons/13-control/export_c.h"
+#include "lessons/13-control/scenario.h"
 #include "nn/check.h"
 #include "tests/test_util.h"
 
@@ -197,4 +200,117 @@ TEST_CASE("lesson13 export: the spec refuses what cannot be exported", "[lesson1
   s.layers.pop_back();
   CHECK_THROWS_WITH(s.validate(), Catch::Contains("one output"));
   CHECK_THROWS_WITH(lesson13::generate_c(trained_spec(), kernels::WeightFormat::int4, "x"), Catch::Contains("fp32 or int8"));
+}
+
+namespace {
+
+lesson13::ExportSpec with_pi(lesson13::ExportSpec spec, const lessons::TankConfig& tc) {
+  spec.pi.enabled = true;
+  spec.pi.kp = static_cast<float>(tc.kp);
+  spec.pi.ki = static_cast<float>(tc.ki);
+  spec.pi.dt = static_cast<float>(tc.dt);
+  return spec;
+}
+
+// The loaded C file as the loop's controller, lessons::PiController fed the same measurements
+// beside it (what the export part does, without the real-time waits).
+class CController : public lesson13::Controller {
+ public:
+  CController(lesson13::LoadedExport& c, double kp, double ki) : c_(c), kp_(kp), ki_(ki), ref_(kp, ki, 1.0) {}
+  std::string name() const override { return "c"; }
+  void reset(const lesson13::LoopStart& start) override {
+    c_.control_init(static_cast<float>(start.u_rest));
+    ref_ = lessons::PiController(kp_, ki_, start.dt, start.constraints.u_min, start.constraints.u_max);
+    ref_.reset(start.u_rest);
+    residuals.clear();
+    max_u_diff = 0.0;
+  }
+  double step(int t, double setpoint, const lesson13::Sensed& seen) override {
+    float r = -1.0f;
+    const float u = c_.control(static_cast<float>(setpoint), static_cast<float>(seen.level), &r);
+    if (t == 0) first_residual = r;
+    else residuals.push_back(r);
+    max_u_diff = std::max(max_u_diff, std::fabs(static_cast<double>(u) - ref_.step(setpoint, seen.level)));
+    return u;
+  }
+  std::vector<double> residuals;
+  double max_u_diff = 0.0, first_residual = -1.0;
+
+ private:
+  lesson13::LoadedExport& c_;
+  double kp_, ki_;
+  lessons::PiController ref_;
+};
+
+}  // namespace
+
+TEST_CASE("lesson13 export: the C file with its PI closes the loop like the C++ PI", "[lesson13][export]") {
+  const std::string cc = lesson13::find_c_compiler();
+  if (cc.empty()) {
+    WARN("no C compiler on this machine: skipped");
+    return;
+  }
+  testing::TempDir dir("lesson13-export-pi");
+  const lessons::TankConfig tc;
+  const lesson13::ExportSpec spec = with_pi(trained_spec(), tc);
+  lesson13::Scenario sc = lesson13::standard_scenarios(true).front();  // setpoint steps
+  sc.steps = std::min(sc.steps, 3000);
+  const lesson13::ClosedLoopRun plain = [&] {
+    lesson13::PiLoopController pi(tc.kp, tc.ki);
+    return lesson13::run_closed_loop(sc, pi);
+  }();
+  for (kernels::WeightFormat f : {kernels::WeightFormat::f32, kernels::WeightFormat::int8}) {
+    const std::string sub = (dir.path / kernels::format_name(f)).string();
+    std::filesystem::create_directories(sub);
+    const lesson13::BuiltExport b = lesson13::build_export(spec, f, sub, cc);
+    lesson13::LoadedExport loaded(cc, spec, b.c_file, sub);
+    CController ctrl(loaded, tc.kp, tc.ki);
+    const lesson13::ClosedLoopRun run = lesson13::run_closed_loop(sc, ctrl);
+    INFO(kernels::format_name(f) << ": max |u_c - u_cpp| " << ctrl.max_u_diff << "; IAE " << run.metrics.iae
+                                 << " vs the C++ PI's loop " << plain.metrics.iae);
+    CHECK(ctrl.max_u_diff <= lesson13::kControlAtol);
+    CHECK(ctrl.first_residual == 0.0);  // no prediction before the first period
+    // its own loop (the commands differ by rounding only): the same IAE to 1e-4 relative
+    CHECK(std::fabs(run.metrics.iae - plain.metrics.iae) <= 1e-4 * plain.metrics.iae);
+    // the model inside predicts the next level: its residuals are the sensor noise's size, not the level's
+    double se = 0.0;
+    for (double r : ctrl.residuals) se += r * r;
+    const double rms = std::sqrt(se / static_cast<double>(ctrl.residuals.size()));
+    INFO("residual RMS " << rms << " m, sensor noise " << tc.level_noise << " m");
+    CHECK(rms < 4.0 * tc.level_noise);
+    CHECK(rms > 0.5 * tc.level_noise);
+  }
+
+  // a wrong gain in the C file: caught within the run
+  lesson13::ExportSpec wrong = spec;
+  wrong.pi.kp *= 1.01f;
+  const std::string sub = (dir.path / "wrong").string();
+  std::filesystem::create_directories(sub);
+  const lesson13::BuiltExport b = lesson13::build_export(wrong, kernels::WeightFormat::f32, sub, cc);
+  lesson13::LoadedExport loaded(cc, wrong, b.c_file, sub);
+  CController ctrl(loaded, tc.kp, tc.ki);
+  lesson13::run_closed_loop(sc, ctrl);
+  CHECK(ctrl.max_u_diff > 100 * lesson13::kControlAtol);
+}
+
+TEST_CASE("lesson13 export: a PI needs the measurement and the command as the model's two signals", "[lesson13][export]") {
+  lesson13::ExportSpec s = with_pi(trained_spec(), lessons::TankConfig{});
+  s.validate();
+  s.pi.command = 0;
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("exactly those two signals"));
+  s = with_pi(trained_spec(), lessons::TankConfig{});
+  s.pi.u_max = s.pi.u_min;
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("u_min < u_max"));
+  s = with_pi(trained_spec(), lessons::TankConfig{});
+  s.pi.ki = -1.0f;
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("ki >= 0"));
+  const std::string cc = lesson13::find_c_compiler();
+  if (cc.empty()) return;
+  // a file without the PI has no controller to call
+  testing::TempDir dir("lesson13-export-nopi");
+  const lesson13::BuiltExport b = lesson13::build_export(trained_spec(), kernels::WeightFormat::f32, dir.path.string(), cc);
+  lesson13::LoadedExport loaded(cc, trained_spec(), b.c_file, dir.path.string());
+  CHECK_THROWS_WITH(loaded.control_init(0.5f), Catch::Contains("no controller"));
+  float r = 0.0f;
+  CHECK_THROWS_WITH(loaded.control(0.5f, 0.5f, &r), Catch::Contains("no controller"));
 }

@@ -14,6 +14,7 @@
 #include "nn/layers.h"
 #include "nn/rng.h"
 #include "tests/gradcheck_test_util.h"
+#include "tests/test_util.h"
 
 using Catch::Contains;
 
@@ -214,10 +215,10 @@ TEST_CASE("lesson13: the NARX model trained on a quick run predicts one step bet
   const float p = m.predict_next(std::span<const float>(y.data(), t + 1), std::span<const float>(u.data(), t + 1));
   REQUIRE(p == Approx(pred[t]).epsilon(1e-5));
 
-  const std::string path = (std::filesystem::temp_directory_path() / "nnlab_l13_model.safetensors").string();
+  testing::TempDir dir("lesson13-model");  // its own folder: parallel test runs do not share a file
+  const std::string path = (dir.path / "model.safetensors").string();
   lesson13::save_plant_model(m, path);
   const lesson13::PlantModel back = lesson13::load_plant_model(path);
-  std::filesystem::remove(path);
   REQUIRE(back.cfg.na == m.cfg.na);
   REQUIRE(back.cfg.nb == m.cfg.nb);
   REQUIRE(back.cfg.nk == m.cfg.nk);

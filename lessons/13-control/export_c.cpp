@@ -68,6 +68,16 @@ void ExportSpec::validate() const {
   NN_CHECK(width == 1, "export: the network must have one output, it has " << width);
   NN_CHECK(out_base_signal < static_cast<int>(signals.size()), "export: out_base_signal " << out_base_signal << " is not a signal");
   NN_CHECK(std::isfinite(out_mean) && std::isfinite(out_std), "export: the output scaling is not finite");
+  if (pi.enabled) {
+    NN_CHECK(signals.size() == 2 && pi.measured != pi.command && pi.measured >= 0 && pi.measured < 2 && pi.command >= 0 &&
+                 pi.command < 2,
+             "export: the PI feeds the model its measurement and its command: the spec needs exactly those two signals "
+             "(it has " << signals.size() << "; measured " << pi.measured << ", command " << pi.command << ")");
+    NN_CHECK(std::isfinite(pi.kp) && std::isfinite(pi.ki) && pi.kp >= 0.0f && pi.ki >= 0.0f && std::isfinite(pi.dt) &&
+                 pi.dt > 0.0f && std::isfinite(pi.u_min) && std::isfinite(pi.u_max) && pi.u_min < pi.u_max,
+             "export: the PI needs finite kp, ki >= 0, dt > 0 and u_min < u_max (got kp " << pi.kp << ", ki " << pi.ki
+                 << ", dt " << pi.dt << ", u in [" << pi.u_min << ", " << pi.u_max << "])");
+  }
 }
 
 void set_network(ExportSpec& spec, nn::Mlp& mlp) {
@@ -230,13 +240,28 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
   if (spec.out_base_signal >= 0) os << "   (the network predicts the change)";
   os << "\n"
      << " * Before " << spec.history << " samples have arrived the missing past is the first sample repeated.\n"
-     << " *\n"
+     << " *\n";
+  if (spec.pi.enabled) {
+    const ExportPi& pi = spec.pi;
+    os << " * The controller: call " << n << "_control_init(&state, u0) once (u0: the command at rest, the PI's\n"
+       << " * integral), then every period u = " << n << "_control(&state, setpoint, measured, &residual),\n"
+       << " * measured = "
+       << spec.signals[static_cast<size_t>(pi.measured)] << ":\n"
+       << " *   e = setpoint - measured;  I' = I + ki dt e;  I = I' unless kp e + I' is past a limit and e pushes further;\n"
+       << " *   u = clamp(kp e + I, u_min, u_max)   kp " << c_float(pi.kp) << ", ki " << c_float(pi.ki) << ", dt "
+       << c_float(pi.dt) << ", u in [" << c_float(pi.u_min) << ", " << c_float(pi.u_max) << "]\n"
+       << " * then the model steps with in[" << pi.measured << "] = measured, in[" << pi.command << "] = u: its prediction of the next\n"
+       << " * measurement (the soft sensor); residual = measured - the prediction made one period before (0 on the first call).\n"
+       << " *\n";
+  }
+  os
      << " * Network: " << shapes << " (" << spec.params() << " parameters), "
      << (L > 1 ? std::string(nn::activation_name(spec.activation)) + " between layers" : "linear") << "\n"
      << " * Weights: " << (q8 ? "int8, one fp32 scale per output row: w = scale[row] * q, q in [-127, 127]"
                               : "fp32") << "\n"
      << " * Memory: no allocation, nothing global is written. RAM = the caller's " << n << "_state\n"
-     << " *   (" << spec.signals.size() << " x " << spec.history << " floats of history and a flag) + step()'s stack\n"
+     << " *   (" << spec.signals.size() << " x " << spec.history << " floats of history and a flag"
+     << (spec.pi.enabled ? "; the PI's integral, the last prediction and a flag" : "") << ") + step()'s stack\n"
      << " *   (two buffers of " << max_width(spec) << " floats).\n"
      << " * Checked against the C++ model (nn::Mlp" << (q8 ? " with these int8 weights dequantised" : "")
      << ") to " << tolerance << ".\n"
@@ -249,11 +274,19 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
      << "#define " << N << "_MAXW " << max_width(spec) << "\n\n";
   os << "typedef struct {\n"
      << "    float hist[" << N << "_SIGNALS][" << N << "_HISTORY]; /* hist[s][k]: in[s] k periods ago */\n"
-     << "    int started;                          /* 0 until the first step */\n"
-     << "} " << n << "_state;\n\n";
+     << "    int started;                          /* 0 until the first step */\n";
+  if (spec.pi.enabled)
+    os << "    float integral;                       /* the PI's integral term */\n"
+       << "    float predicted;                      /* the model's last prediction of y */\n"
+       << "    int predicting;                       /* 0 until the first control period */\n";
+  os << "} " << n << "_state;\n\n";
   os << "void " << n << "_init(" << n << "_state* s);\n"
      << "float " << n << "_step(" << n << "_state* s, const float* in);\n"
-     << "unsigned long " << n << "_state_bytes(void);\n\n";
+     << "unsigned long " << n << "_state_bytes(void);\n";
+  if (spec.pi.enabled)
+    os << "void " << n << "_control_init(" << n << "_state* s, float integral);\n"
+       << "float " << n << "_control(" << n << "_state* s, float setpoint, float measured, float* residual);\n";
+  os << "\n";
 
   // -- the features
   os << "static const unsigned char " << n << "_feat_signal[" << N << "_INPUTS] = {\n";
@@ -359,6 +392,33 @@ std::string generate_c(const ExportSpec& spec, kernels::WeightFormat format, con
   os << "    return ";
   if (spec.out_base_signal >= 0) os << "s->hist[" << spec.out_base_signal << "][0] + ";
   os << c_float(spec.out_mean) << " + " << c_float(spec.out_std) << " * " << last << "[0];\n}\n";
+  if (spec.pi.enabled) {
+    const ExportPi& pi = spec.pi;
+    os << "\nvoid " << n << "_control_init(" << n << "_state* s, float integral) {\n"
+       << "    " << n << "_init(s);\n"
+       << "    s->integral = integral;\n"
+       << "    s->predicted = 0.0f;\n"
+       << "    s->predicting = 0;\n"
+       << "}\n\n"
+       << "float " << n << "_control(" << n << "_state* s, float setpoint, float measured, float* residual) {\n"
+       << "    const float kp = " << c_float(pi.kp) << ", ki = " << c_float(pi.ki) << ", dt = " << c_float(pi.dt) << ";\n"
+       << "    const float u_min = " << c_float(pi.u_min) << ", u_max = " << c_float(pi.u_max) << ";\n"
+       << "    const float e = setpoint - measured;\n"
+       << "    const float integral_next = s->integral + ki * dt * e;\n"
+       << "    const float u_raw = kp * e + integral_next;\n"
+       << "    float u, in[2];\n"
+       << "    /* anti-windup: while the output is past a limit and e pushes further, I stops growing */\n"
+       << "    if (!((u_raw > u_max && e > 0.0f) || (u_raw < u_min && e < 0.0f))) s->integral = integral_next;\n"
+       << "    u = kp * e + s->integral;\n"
+       << "    u = u < u_min ? u_min : (u > u_max ? u_max : u);\n"
+       << "    if (residual) *residual = s->predicting ? measured - s->predicted : 0.0f;\n"
+       << "    in[" << pi.measured << "] = measured;\n"
+       << "    in[" << pi.command << "] = u;\n"
+       << "    s->predicted = " << n << "_step(s, in);\n"
+       << "    s->predicting = 1;\n"
+       << "    return u;\n"
+       << "}\n";
+  }
   return os.str();
 }
 
@@ -658,6 +718,11 @@ LoadedExport::LoadedExport(const std::string& cc, const ExportSpec& spec, const 
   auto bytes = reinterpret_cast<unsigned long (*)()>(dlsym(handle_, (spec.name + "_state_bytes").c_str()));
   NN_CHECK(init_ != nullptr && step_ != nullptr && bytes != nullptr,
            so << " lacks " << spec.name << "_init, _step or _state_bytes");
+  if (spec.pi.enabled) {
+    control_init_ = reinterpret_cast<void (*)(void*, float)>(dlsym(handle_, (spec.name + "_control_init").c_str()));
+    control_ = reinterpret_cast<float (*)(void*, float, float, float*)>(dlsym(handle_, (spec.name + "_control").c_str()));
+    NN_CHECK(control_init_ != nullptr && control_ != nullptr, so << " lacks " << spec.name << "_control_init or _control");
+  }
   state_.assign((bytes() + sizeof(double) - 1) / sizeof(double), 0.0);
   init();
 }
@@ -669,6 +734,16 @@ LoadedExport::~LoadedExport() {
 void LoadedExport::init() { init_(state_.data()); }
 
 float LoadedExport::step(const float* in) { return step_(state_.data(), in); }
+
+void LoadedExport::control_init(float integral) {
+  NN_CHECK(control_init_ != nullptr, "this exported file has no controller (its spec carries no PI)");
+  control_init_(state_.data(), integral);
+}
+
+float LoadedExport::control(float setpoint, float y, float* residual) {
+  NN_CHECK(control_ != nullptr, "this exported file has no controller (its spec carries no PI)");
+  return control_(state_.data(), setpoint, y, residual);
+}
 
 // ---- the stand-in NARX network -------------------------------------------------------------
 namespace {

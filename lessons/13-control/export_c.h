@@ -15,6 +15,10 @@
 //                                   float <name>_step(<name>_state* s, const float in[N]);
 //                                   unsigned long <name>_state_bytes(void);  (for hosts that
 //                                   load the compiled block and allocate its state)
+//                                 and, when the spec carries a PI (ExportPi below), the controller:
+//                                   void  <name>_control_init(<name>_state* s, float integral);
+//                                   float <name>_control(<name>_state* s, float setpoint,
+//                                                        float measured, float* residual);
 //                                 No malloc, no globals written, no recursion: the RAM is the
 //                                 state struct plus step()'s stack frame (two layer buffers).
 //   generate_c_driver(spec)       a small C program that #includes the C file and runs it on
@@ -66,6 +70,19 @@ struct ExportLayer {
   std::vector<float> bias;    // (out)
 };
 
+// The controller the C file can carry beside the model: lessons::PiController's law (the PI of
+// lessons 05-06, with its anti-windup and clamp) in fp32, a PLC's REAL. With it the file is the
+// whole controller of one loop: every period <name>_control(&s, setpoint, y, &residual) computes
+// the command u from the setpoint and the measurement y, then runs the model on
+// in[measured] = y, in[command] = u (its prediction of the next y: the loop's soft sensor and
+// fault monitor) and returns u; `residual` is y minus the prediction made one period before
+// (0 on the first period; the pointer may be NULL).
+struct ExportPi {
+  bool enabled = false;
+  int measured = 0, command = 1;  // which of the spec's signals y and u are (it must have exactly these two)
+  float kp = 0.0f, ki = 0.0f, dt = 1.0f, u_min = 0.0f, u_max = 1.0f;
+};
+
 struct ExportSpec {
   std::string name = "nnlab_model";   // C identifier prefix: [a-z_][a-z0-9_]*
   std::string description;            // one line for the file's header comment
@@ -77,6 +94,7 @@ struct ExportSpec {
   std::vector<ExportLayer> layers;
   float out_mean = 0.0f, out_std = 1.0f;
   int out_base_signal = -1;
+  ExportPi pi;                        // optional: the loop's PI in the same file
 
   int inputs() const { return static_cast<int>(features.size()); }
   int64_t params() const;
@@ -159,6 +177,13 @@ CodeSize measure_code_size(const std::string& cc, const std::string& c_file, con
 inline constexpr double kExportAtol = 1e-7;
 inline constexpr double kExportRtol = 2e-6;
 std::string export_tolerance_text();  // the line above, for the file's header comment
+// The exported PI's command against lessons::PiController's (double) fed the same measurements:
+// |u_c - u_cpp| <= kControlAtol at every period, in units of the pump command (range [0, 1]).
+// The C law runs in fp32; its integral sums one rounding (~3e-8 of a command near 0.5) per period
+// and nothing pulls it back to the double one, so the gap grows like a random walk: ~2e-6 after
+// 5000 periods, far under a 16-bit actuator's resolution (1.5e-5). A wrong gain, sign or
+// anti-windup rule is off by 1e-3 or more within a few periods.
+inline constexpr double kControlAtol = 1e-5;
 
 struct BuiltExport {
   std::string c_file, driver_c, driver_exe;  // <dir>/<name>.c, <dir>/<name>_driver.c, the program
@@ -192,12 +217,17 @@ class LoadedExport {
   LoadedExport& operator=(const LoadedExport&) = delete;
   void init();                 // <name>_init
   float step(const float* in); // <name>_step
+  // <name>_control_init and <name>_control: the spec's PI (nn::Error when the file has none).
+  void control_init(float integral);
+  float control(float setpoint, float measured, float* residual);
   size_t state_bytes() const { return state_.size() * sizeof(double); }
 
  private:
   void* handle_ = nullptr;
   void (*init_)(void*) = nullptr;
   float (*step_)(void*, const float*) = nullptr;
+  void (*control_init_)(void*, float) = nullptr;
+  float (*control_)(void*, float, float, float*) = nullptr;
   std::vector<double> state_;  // double: aligned for the struct's floats and int
 };
 

@@ -53,23 +53,26 @@ struct FormatResult {
   std::map<std::string, double> bench;
 };
 
-// The controller of the closed-loop run: the tuned PI on the measured level, and the exported
-// C plant model (loaded into this process) run on every tick as the loop's soft sensor / fault
-// monitor: its one-step prediction of the next level, and the residual of the last one. step()
-// first waits for its tick: the sample instant is an absolute deadline on CLOCK_MONOTONIC
-// (clock_nanosleep TIMER_ABSTIME: a fixed grid, so one late tick does not delay the next).
+// The controller of the closed-loop run IS the exported C file (loaded into this process): its
+// <name>_control computes the PI's command from the setpoint and the measured level and runs the
+// plant model on it (the loop's soft sensor / fault monitor: its prediction of the next level and
+// the residual of the last one). step() first waits for its tick: the sample instant is an
+// absolute deadline on CLOCK_MONOTONIC (clock_nanosleep TIMER_ABSTIME: a fixed grid, so one late
+// tick does not delay the next). Outside the timed part, lessons::PiController (C++, double) is
+// fed the same measurements: the C controller's command is checked against it every tick.
 class ExportedLoopController : public Controller {
  public:
-  ExportedLoopController(LoadedExport& model, double kp, double ki, int period_us)
-      : model_(model), pi_(kp, ki), period_ns_(1000LL * period_us) {}
-  std::string name() const override { return "pi + exported model"; }
+  ExportedLoopController(LoadedExport& controller, double kp, double ki, int period_us)
+      : c_(controller), kp_(kp), ki_(ki), ref_(kp, ki, 1.0), period_ns_(1000LL * period_us) {}
+  std::string name() const override { return "exported C controller"; }
   void reset(const LoopStart& start) override {
-    pi_.reset(start);
-    model_.init();
+    c_.control_init(static_cast<float>(start.u_rest));
+    ref_ = lessons::PiController(kp_, ki_, start.dt, start.constraints.u_min, start.constraints.u_max);
+    ref_.reset(start.u_rest);
     late_ns.clear();
     compute_ns.clear();
     residual.clear();
-    have_pred_ = false;
+    max_u_diff = 0.0;
     deadline_ = now_ns() + period_ns_;
   }
   double step(int t, double setpoint, const Sensed& seen) override {
@@ -80,16 +83,16 @@ class ExportedLoopController : public Controller {
     }
     const int64_t woke = now_ns();
     late_ns.push_back(static_cast<double>(woke - deadline_));
-    const double u = pi_.step(t, setpoint, seen);
-    if (have_pred_) residual.push_back(seen.level - pred_);
-    const float in[2] = {static_cast<float>(seen.level), static_cast<float>(std::clamp(u, 0.0, 1.0))};
-    pred_ = model_.step(in);  // the level it expects at the next tick
-    have_pred_ = true;
+    float r = 0.0f;
+    const float u = c_.control(static_cast<float>(setpoint), static_cast<float>(seen.level), &r);
     compute_ns.push_back(static_cast<double>(now_ns() - woke));
+    if (t > 0) residual.push_back(r);
+    max_u_diff = std::max(max_u_diff, std::fabs(static_cast<double>(u) - ref_.step(setpoint, seen.level)));
     deadline_ += period_ns_;
     return u;
   }
   std::vector<double> late_ns, compute_ns, residual;
+  double max_u_diff = 0.0;  // max |u_C - u_C++| over the run
 
  private:
   static int64_t now_ns() {
@@ -97,11 +100,10 @@ class ExportedLoopController : public Controller {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
   }
-  LoadedExport& model_;
-  PiLoopController pi_;
+  LoadedExport& c_;
+  double kp_, ki_;
+  lessons::PiController ref_;
   int64_t period_ns_ = 0, deadline_ = 0;
-  float pred_ = 0.0f;
-  bool have_pred_ = false;
 };
 
 double quantile(std::vector<double> v, double q) {
@@ -143,7 +145,14 @@ int run_export_part(const Options& opts) {
   }
   TrainReport tr;
   const PlantModel model = train_plant_model(identification_series(tc), pc, opts.seed + 1, &tr);
-  const ExportSpec spec = spec_from_plant_model(model);
+  // the exported file carries the loop's PI beside the model: the whole controller of the loop
+  ExportSpec spec = spec_from_plant_model(model);
+  spec.pi.enabled = true;
+  spec.pi.kp = static_cast<float>(tc.kp);
+  spec.pi.ki = static_cast<float>(tc.ki);
+  spec.pi.dt = static_cast<float>(tc.dt);
+  spec.pi.u_min = 0.0f;
+  spec.pi.u_max = 1.0f;
   lessons::TankConfig vc = tc;
   vc.steps = steps;
   vc.seed = opts.seed + 1000;
@@ -253,7 +262,7 @@ int run_export_part(const Options& opts) {
     int ticks = 0;
     double late_med = 0, late_p99 = 0, late_max = 0, compute_max = 0, compute_med = 0, residual_rms = 0;
     int missed = 0;
-    double iae = 0, iae_pi = 0;
+    double iae = 0, iae_pi = 0, max_u_diff = 0;
   } loop;
   bool have_loop = false;
   if (r32 != nullptr) {
@@ -261,6 +270,8 @@ int run_export_part(const Options& opts) {
     LoadedExport loaded(cc, spec, r32->c_file, sub);
     Scenario sc = standard_scenarios(opts.quick, opts.seed).front();  // setpoint steps
     sc.steps = std::min(sc.steps, ticks);
+    NN_CHECK(sc.constraints.u_min == spec.pi.u_min && sc.constraints.u_max == spec.pi.u_max,
+             "the scenario's pump range differs from the exported PI's");
     ExportedLoopController ctrl(loaded, tc.kp, tc.ki, o.period_us);
     const ClosedLoopRun run = run_closed_loop(sc, ctrl);
     PiLoopController pi(tc.kp, tc.ki);
@@ -278,14 +289,19 @@ int run_export_part(const Options& opts) {
     loop.residual_rms = std::sqrt(se / static_cast<double>(std::max<size_t>(ctrl.residual.size(), 1)));
     loop.iae = run.metrics.iae;
     loop.iae_pi = plain.metrics.iae;
+    loop.max_u_diff = ctrl.max_u_diff;
     have_loop = true;
     std::cout << "closed loop (" << sc.name << ", " << sc.steps << " ticks of " << o.period_us
-              << " us; the PI closes the loop, the exported model (dlopen'ed, " << loaded.state_bytes()
-              << " B of state) predicts the next level on every tick): wake-up lateness median " << loop.late_med / 1e3
+              << " us; the exported C file closes the loop: dlopen'ed, " << loaded.state_bytes()
+              << " B of state, its PI computes the command and its model predicts the next level on every tick): "
+              << "wake-up lateness median " << loop.late_med / 1e3
               << " us, p99 " << loop.late_p99 / 1e3 << " us, max " << loop.late_max / 1e3 << " us; compute per tick median "
               << loop.compute_med / 1e3 << " us, max " << loop.compute_max / 1e3 << " us; ticks whose command came after the next tick: "
-              << loop.missed << "; residual RMS " << loop.residual_rms << " m; IAE " << loop.iae << " (the PI alone, untimed: "
-              << loop.iae_pi << ")\n";
+              << loop.missed << "; residual RMS " << loop.residual_rms << " m; the C command vs the C++ PI's on the same "
+              << "measurements: max |difference| " << loop.max_u_diff << " (held to " << kControlAtol << "); IAE "
+              << loop.iae << " (the C++ PI's own loop, untimed: " << loop.iae_pi << ")\n";
+    NN_CHECK(loop.max_u_diff <= kControlAtol, "the exported controller's command differs from the C++ PI's by "
+                                                  << loop.max_u_diff << " (more than " << kControlAtol << ")");
   }
 
   // -- the record
@@ -325,7 +341,8 @@ int run_export_part(const Options& opts) {
        << ", \"late_ns_p99\": " << jnum(loop.late_p99) << ", \"late_ns_max\": " << jnum(loop.late_max)
        << ", \"compute_ns_median\": " << jnum(loop.compute_med) << ", \"compute_ns_max\": " << jnum(loop.compute_max)
        << ", \"missed\": " << loop.missed << ", \"residual_rms\": " << jnum(loop.residual_rms)
-       << ", \"iae\": " << jnum(loop.iae) << ", \"iae_pi\": " << jnum(loop.iae_pi) << "}";
+       << ", \"iae\": " << jnum(loop.iae) << ", \"iae_pi\": " << jnum(loop.iae_pi)
+       << ", \"max_u_diff\": " << jnum(loop.max_u_diff) << ", \"u_atol\": " << jnum(kControlAtol) << "}";
   }
   js << "}";
   record_part("export", js.str());

@@ -22,14 +22,17 @@
 // (clock_nanosleep TIMER_ABSTIME on CLOCK_MONOTONIC, a fixed grid), one step per tick, fed the
 // recorded plant measurements in order (a replay at the real rate: the plant does not react to
 // it), and reports the wake-up lateness (median / p99 / max), the longest step, and the ticks
-// whose output came after the next deadline. Then the closed loop: the same fp32 file compiled
-// as a shared object and loaded into this process (export_c.h: LoadedExport) runs on every tick
-// of run_closed_loop (scenario.h; the first standard scenario, setpoint steps, at most
-// --export-ticks ticks) beside the tuned PI that closes the loop: each tick waits for its
-// absolute deadline, the PI computes the command, the exported model predicts the next level
-// (the loop's soft sensor / fault monitor; its residual RMS is reported). Reported: the wake-up
-// lateness, the compute time per tick, ticks whose command came after the next deadline, and
-// the loop's IAE next to the PI's alone (the same commands: equal unless a tick went wrong).
+// whose output came after the next deadline. Then the closed loop: the spec carries the loop's
+// PI (export_c.h: ExportPi, lessons::PiController's law in fp32), so the C file is the whole
+// controller; the fp32 file compiled as a shared object and loaded into this process (export_c.h:
+// LoadedExport) closes the loop on every tick of run_closed_loop (scenario.h; the first standard
+// scenario, setpoint steps, at most --export-ticks ticks): each tick waits for its absolute
+// deadline, then <name>_control computes the pump command from the setpoint and the measured
+// level and runs the model on it (its prediction of the next level: the loop's soft sensor /
+// fault monitor; the residual RMS is reported). Reported: the wake-up lateness, the compute time
+// per tick, ticks whose command came after the next deadline, the C command against
+// lessons::PiController's fed the same measurements (max |difference|, held to kControlAtol: the
+// part fails beyond it), and the loop's IAE next to the C++ PI's own loop.
 // Nothing here is real-time scheduled (no SCHED_FIFO, no isolated core): the jitter is what an
 // ordinary Linux process sees on this machine's load.
 //
@@ -45,7 +48,8 @@
 //    "realtime": {"mode": "replay", "period_us", "ticks", "late_ns_median", "late_ns_p99",
 //                 "late_ns_max", "step_ns_max", "missed"},
 //    "closed_loop": {"scenario", "period_us", "ticks", "late_ns_median", "late_ns_p99", "late_ns_max",
-//                    "compute_ns_median", "compute_ns_max", "missed", "residual_rms", "iae", "iae_pi"}}
+//                    "compute_ns_median", "compute_ns_max", "missed", "residual_rms", "iae", "iae_pi",
+//                    "max_u_diff", "u_atol"}}
 //   ram_bytes = state_bytes + stack_bytes; errors in metres of level; *_ns in nanoseconds.
 #pragma once
 
