@@ -30,12 +30,15 @@ check_only=0
 # The BPE tokenizer (io/bpe.cpp, lesson 11): nlohmann-json (tokenizer.json, vocab.json) and
 # PCRE2 (GPT-2's pre-tokenisation regex: \p{L} needs Unicode properties).
 # python3-venv: the .venv that holds the pinned Hugging Face packages (hf_venv below).
+# Open MPI (openmpi-bin, libopenmpi-dev): kernels/comm_mpi.h, the MPI engine of lesson 14's
+# all-reduce (optional: without it the MPI tests skip, and fail under CI=true).
 # python3-scipy: python-control's and do-mpc's (lesson 13's control cross-checks, control_venv
 # below: they use Debian's numpy, scipy and matplotlib through the venv's system site packages).
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build
   catch2 libcli11-dev zlib1g-dev pkg-config libopenblas-dev libopenblas0
   nlohmann-json3-dev libpcre2-dev python3-venv python3-scipy
+  openmpi-bin libopenmpi-dev
   dataset-fashion-mnist
   python3 python3-numpy python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
   jupyter-notebook python3-nbconvert python3-markdown
@@ -190,7 +193,7 @@ case "$(uname -s)" in
   Darwin)
     cat <<'MSG'
 setup (macOS): install the tools with Homebrew, then configure with libomp's prefix:
-  brew install cmake ninja libomp cli11 catch2 openblas pkg-config python nlohmann-json pcre2
+  brew install cmake ninja libomp cli11 catch2 openblas pkg-config python nlohmann-json pcre2 open-mpi
   python3 -m pip install -r notebooks/requirements.txt
   python3 -m pip install torch   # optional: the GPT's PyTorch reference (scripts/gpt_torch.py)
   cmake --preset release -DOpenMP_ROOT="$(brew --prefix libomp)"
