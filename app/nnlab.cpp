@@ -23,6 +23,11 @@
 #include "gpt/backend_cuda.h"
 #include "gpt/cli.h"
 #include "gpt/hf_cli.h"
+#include "gpt/train.h"
+#include "kernels/comm.h"
+#ifdef NNLAB_HAVE_MPI
+#include "kernels/comm_mpi.h"
+#endif
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
 #include "lessons/03-matmul/matmul_lesson.h"
@@ -151,10 +156,33 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
-  return lessons::run_guarded([&] {
+  // Started by mpirun (lesson 14): the ranks train together through MPI (gpt::set_process_comm).
+  // A failing rank aborts them all: the others may be waiting for it in an all-reduce.
+  std::unique_ptr<kernels::comm::Comm> mpi;
+  if (kernels::comm::launched_ranks() > 1) {
+#ifdef NNLAB_HAVE_MPI
+    mpi = kernels::comm::make_mpi_comm(&argc, &argv);
+    gpt::set_process_comm(mpi.get());
+#else
+    std::cerr << "nnlab: started by mpirun as one of " << kernels::comm::launched_ranks()
+              << " ranks, but this build has no MPI: every rank would train alone and write the same files. "
+                 "Install Open MPI (Debian: sudo apt-get install openmpi-bin libopenmpi-dev, or bash "
+                 "scripts/setup.sh), re-run cmake and build again\n";
+    return 2;
+#endif
+  }
+  const int rc = lessons::run_guarded([&] {
     for (const auto& [cmd, run] : commands) {
       if (*cmd) return run();
     }
     return 2;  // unreachable: require_subcommand(1)
   });
+#ifdef NNLAB_HAVE_MPI
+  if (rc != 0 && mpi != nullptr) {
+    std::cerr << "nnlab: rank " << mpi->rank() << " of " << mpi->size()
+              << " failed (the error above): stopping every rank\n";
+    kernels::comm::mpi_abort(rc);
+  }
+#endif
+  return rc;
 }

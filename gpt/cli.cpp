@@ -61,6 +61,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
                  "8.0+, else fp32); naive and cpu: fp32 only")
       ->check(CLI::IsMember({"auto", "fp32", "tf32", "bf16"}))->capture_default_str()->group(t);
   app.add_option("--threads", o.threads, "OpenMP threads (0: the default, all cores)")->check(nn::ThreadCount())->capture_default_str()->group(t);
+  app.add_option("--allreduce", o.allreduce, "Under mpirun (data parallel, lesson 14): the gradients' all-reduce, "
+                 "ring (written over point-to-point messages) or library (MPI_Allreduce)")
+      ->check(CLI::IsMember({"ring", "library"}))->capture_default_str()->group(t);
   app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str()->group(t);
   app.add_option("--eval-interval", o.eval_interval, "Steps between evaluations (and checkpoints)")->check(CLI::Range(1, 100000000))->capture_default_str()->group(e);
   app.add_option("--eval-iters", o.eval_iters, "Batches per evaluation of each split")->check(CLI::Range(1, 100000))->capture_default_str()->group(e);

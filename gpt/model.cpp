@@ -783,17 +783,35 @@ double accumulate_gradients(GPT& model, Backend& be, const std::vector<MicroBatc
                             const StepOptions& o) {
   NN_CHECK(!micro.empty(), "train_step: no micro-batch");
   const int K = static_cast<int>(micro.size());
+  const int ranks = o.comm != nullptr ? o.comm->size() : 1;
   double loss = 0.0;
   for (int i = 0; i < K; ++i) {
     const MicroBatch& mb = micro[static_cast<size_t>(i)];
     gpt_forward(model, be, mb.inputs, mb.targets, B, T, o.train, mb.dropout_seed);
     NN_CHECK(std::isfinite(model.mean_loss), "the training loss is " << model.mean_loss);
     loss += static_cast<double>(model.mean_loss) / K;
-    // dloss = 1/K: the K backwards accumulate the gradient of the mean of the K losses
-    gpt_backward(model, be, 1.0f / static_cast<float>(K));
+    // dloss = 1/(K N): the K backwards of each of the N ranks accumulate, once summed across
+    // the ranks, the gradient of the mean of all K N losses
+    gpt_backward(model, be, 1.0f / static_cast<float>(K * ranks));
     if (o.after_backward) o.after_backward(i);
   }
   return loss;
+}
+
+double allreduce_gradients(const StepOptions& o, Memory& memory, float* grads, int64_t n, double local) {
+  if (o.comm == nullptr || o.comm->size() == 1) return local;
+  kernels::comm::Comm& comm = *o.comm;
+  if (memory.is_host()) {
+    o.allreduce(comm, grads, n);
+  } else {  // a GPU without NCCL: through the host (lesson 14 measures what that costs)
+    std::vector<float> host(static_cast<size_t>(n));
+    memory.to_host(host.data(), grads, static_cast<size_t>(n) * sizeof(float));
+    o.allreduce(comm, host.data(), n);
+    memory.from_host(grads, host.data(), static_cast<size_t>(n) * sizeof(float));
+  }
+  float mean = static_cast<float>(local / comm.size());
+  comm.allreduce_sum(&mean, 1);
+  return mean;
 }
 
 StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
@@ -801,6 +819,8 @@ StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& mi
   StepResult r;
   gpt_zero_grad(model);
   r.loss = accumulate_gradients(model, be, micro, B, T, o);
+  r.loss = allreduce_gradients(o, model.grads_memory.memory(), model.grads_memory.data(),
+                               static_cast<int64_t>(model.grads_memory.size()), r.loss);
   r.grad_norm = gpt_clip_grad_norm(model, be, o.grad_clip);
   gpt_adamw_step(model, be, o.adamw, o.lr);
   return r;

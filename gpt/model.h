@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "gpt/backend.h"
+#include "kernels/comm.h"
 
 namespace gpt {
 
@@ -575,17 +576,30 @@ struct StepOptions {
   // called after each micro-batch's backward with its index (the trainer's dump, the pruned
   // fine-tune's mask); may be empty
   std::function<void(int)> after_backward;
+  // Data parallelism (lesson 14): with a Comm of N > 1 ranks each rank runs its own K
+  // micro-batches with dloss = 1 / (K N), and the gradients are summed across the ranks by
+  // `allreduce` (kernels/comm.h: v1 ring, v2 the engine's) before the clip and the AdamW step:
+  // the gradient of the mean loss over all N K micro-batches, the same on every rank, so every
+  // rank takes the same step. nullptr (or one rank): this process alone.
+  kernels::comm::Comm* comm = nullptr;
+  kernels::comm::AllreduceFn allreduce = kernels::comm::allreduce_library;
 };
 struct StepResult {
-  double loss = 0.0;       // mean over the micro-batches of their mean loss
+  double loss = 0.0;       // mean over the micro-batches (of every rank) of their mean loss
   float grad_norm = 0.0f;  // before clipping
 };
-// For each micro-batch: forward (train mode), backward with dloss = 1/K (K micro-batches:
-// the gradients ACCUMULATE the gradient of the mean loss); returns the mean loss. What
-// train_step and gpt/lora.h's lora_train_step share. nn::Error when a loss is not finite.
+// For each micro-batch: forward (train mode), backward with dloss = 1/(K N) (K micro-batches,
+// N = o.comm's ranks or 1: the gradients ACCUMULATE this rank's share of the gradient of the
+// mean loss); returns this rank's mean loss. What train_step and gpt/lora.h's lora_train_step
+// share. nn::Error when a loss is not finite.
 double accumulate_gradients(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
                             const StepOptions& o);
-// zero_grad; accumulate_gradients; clip to grad_clip; one AdamW step at lr.
+// Sums n gradients (or any floats) over o.comm's ranks with o.allreduce, through a host copy
+// when they live in device memory; returns `local` averaged over the ranks (the step's loss).
+// Does nothing with one rank.
+double allreduce_gradients(const StepOptions& o, Memory& memory, float* grads, int64_t n, double local);
+// zero_grad; accumulate_gradients; (N ranks: allreduce_gradients); clip to grad_clip; one
+// AdamW step at lr.
 // nn::Error when a loss is not finite (before its backward) or the norm is not (from
 // gpt_clip_grad_norm), with no AdamW step taken.
 StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,

@@ -18,6 +18,7 @@
 #include "nn/cli_checks.h"
 #include "nn/numbers.h"
 #include "io/progress.h"
+#include "kernels/comm.h"
 #include "nn/rng.h"
 
 #ifdef _OPENMP
@@ -577,8 +578,60 @@ void check_resume_conflicts(const TrainOptions& o, const GPTConfig& c) {
 
 }  // namespace
 
-TrainResult train(const TrainOptions& o, std::ostream& os) {
+namespace {
+kernels::comm::Comm* g_process_comm = nullptr;
+}  // namespace
+
+void set_process_comm(kernels::comm::Comm* comm) { g_process_comm = comm; }
+kernels::comm::Comm* process_comm() { return g_process_comm; }
+
+namespace {
+
+uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934665603ULL) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
+
+// The ranks (other than 0) whose `h` differs from rank 0's, as "1, 3" ("" when all agree). Every
+// rank's hash goes in its own row of a table, as four exact 16-bit pieces; the sum over the ranks
+// gives every rank the whole table, so all ranks reach the same verdict (and fail together).
+std::string ranks_differing(kernels::comm::Comm& comm, uint64_t h) {
+  const int N = comm.size();
+  std::vector<float> table(static_cast<size_t>(N) * 4, 0.0f);
+  for (int k = 0; k < 4; ++k) table[static_cast<size_t>(comm.rank()) * 4 + static_cast<size_t>(k)] = static_cast<float>((h >> (16 * k)) & 0xFFFF);
+  comm.allreduce_sum(table.data(), static_cast<int64_t>(table.size()));
+  std::string differ;
+  for (int r = 1; r < N; ++r) {
+    if (!std::equal(table.begin() + 4 * r, table.begin() + 4 * r + 4, table.begin()))
+      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return differ;
+}
+
+std::string rank_word(const std::string& list) { return list.find(',') == std::string::npos ? "rank " : "ranks "; }
+
+}  // namespace
+
+void check_replicas(const GPT& model, kernels::comm::Comm& comm, int step) {
+  if (comm.size() == 1) return;
+  std::vector<float> w(model.params_memory.size());
+  gpt_memory(model).to_host(w.data(), model.params_memory.data(), w.size() * sizeof(float));
+  const std::string differ = ranks_differing(comm, fnv1a(w.data(), w.size() * sizeof(float)));
+  NN_CHECK(differ.empty(), "data parallel: at step " << step << " the weights of " << rank_word(differ) << differ
+                                                     << " differ from rank 0's: the replicas diverged (an all-reduce "
+                                                     << "skipped or broken, or ranks running different code or data); training "
+                                                     << "stopped before this step was evaluated or saved");
+}
+
+TrainResult train(const TrainOptions& o, std::ostream& os_all) {
   check_options(o);
+  kernels::comm::Comm* comm = o.comm != nullptr ? o.comm : process_comm();
+  const int ranks = comm != nullptr ? comm->size() : 1, rank = comm != nullptr ? comm->rank() : 0;
+  const bool lead = rank == 0;  // rank 0 prints, logs, evaluates, writes and samples
+  std::ostream null_os(nullptr);  // the other ranks' output goes nowhere
+  std::ostream& os = lead ? os_all : null_os;
+  const kernels::comm::AllreduceFn allreduce = kernels::comm::allreduce_version(o.allreduce).fn;
   const int threads = use_threads(o.threads);
   auto be = make_backend(o.backend, o.precision);
 
@@ -589,18 +642,18 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
 
   // outputs: a fresh run never replaces another run's checkpoints unless told to
   std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  NN_CHECK(!ec && fs::is_directory(o.out_dir), "cannot create the output directory --out-dir " << o.out_dir << ": "
+  if (lead) fs::create_directories(o.out_dir, ec);
+  NN_CHECK(!lead || (!ec && fs::is_directory(o.out_dir)), "cannot create the output directory --out-dir " << o.out_dir << ": "
                                                    << (ec ? ec.message() : "a file of that name is in the way")
                                                    << ": choose another --out-dir");
   const std::string best_path = (fs::path(o.out_dir) / "best.safetensors").string();
   const std::string last_path = (fs::path(o.out_dir) / "last.safetensors").string();
   const std::string log_path = o.log.empty() ? (fs::path(o.out_dir) / "log.jsonl").string() : o.log;
-  for (const std::string& orphan : nn::remove_unfinished_writes(o.out_dir)) {
+  for (const std::string& orphan : lead ? nn::remove_unfinished_writes(o.out_dir) : std::vector<std::string>{}) {
     os << "note: removed " << orphan << ", a checkpoint write that a stopped run left unfinished "
        << "(the checkpoint it was replacing is intact)\n";
   }
-  if (o.resume.empty() && !o.overwrite) {
+  if (lead && o.resume.empty() && !o.overwrite) {
     for (const std::string& p : {best_path, last_path}) {
       NN_CHECK(!fs::exists(p), "--out-dir " << o.out_dir << " already holds " << p
                                             << " from an earlier run, and a new run would replace it: continue that "
@@ -660,12 +713,31 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
      << "M parameters (" << fmt(static_cast<double>(mem.total()) / (1 << 20), 1) << " MiB with gradients, AdamW and activations)\n";
   os << "backend: " << be->name() << ", " << threads << " thread" << (threads == 1 ? "" : "s") << "; batch " << B << " x "
      << o.grad_accum << " micro-batch" << (o.grad_accum == 1 ? "" : "es") << ", " << o.max_iters << " steps\n";
+  if (ranks > 1) {
+    // the ranks must train one model on one text with one recipe: refused at the start otherwise
+    std::ostringstream recipe;
+    recipe << cfg.n_layer << ' ' << cfg.n_head << ' ' << cfg.n_embd << ' ' << cfg.block_size << ' ' << cfg.vocab_size << ' '
+           << model.num_params << ' ' << B << ' ' << o.grad_accum << ' ' << o.max_iters << ' ' << o.lr << ' ' << o.min_lr
+           << ' ' << o.warmup_iters << ' ' << o.lr_decay_iters << ' ' << o.weight_decay << ' ' << o.beta1 << ' ' << o.beta2
+           << ' ' << o.eps << ' ' << o.grad_clip << ' ' << o.seed << ' ' << o.allreduce << ' ' << start << ' '
+           << o.backend << ' ' << be->precision() << ' ' << o.eval_interval;
+    const std::string text = recipe.str();
+    const uint64_t h = fnv1a(corpus.text.data(), corpus.text.size(), fnv1a(text.data(), text.size()));
+    const std::string differ = ranks_differing(*comm, h);
+    NN_CHECK(differ.empty(), "data parallel: " << rank_word(differ) << differ << " started with another model, text, "
+                                               << "recipe (batch, steps, learning rates, AdamW, seed, all-reduce) or resumed "
+                                               << "step than rank 0 (" << text << ", " << corpus.path << "): every rank "
+                                               << "must be started with the same flags and data; nothing was trained");
+    os << "data parallel: " << ranks << " ranks (" << comm->name() << "), each its own " << o.grad_accum << " x " << B
+       << " sequences a step (" << ranks * o.grad_accum * B << " in all); gradients summed by the " << o.allreduce
+       << " all-reduce; replicas checked equal at every evaluation\n";
+  }
 
   // MFU: achieved FLOP/s over the peak measured now on what the backend runs on (the
   // lesson-03 FMA loop on the CPU; the FMA kernel or the tensor-core gemm on a GPU)
   const double flops_tok = flops_per_token(cfg, T);
   std::string peak_what;
-  const double peak = o.quiet ? 0.0 : be->measure_peak_flops(threads, &peak_what);
+  const double peak = o.quiet || !lead ? 0.0 : be->measure_peak_flops(threads, &peak_what);
   if (peak > 0) {
     os << "peak: " << fmt(peak / 1e9, 1) << " GFLOP/s (" << peak_what << "); "
        << "FLOPs/token = 6N + 12 L H Q T = " << nn::format_si(flops_tok) << "FLOP\n";
@@ -675,7 +747,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
 
   // the log: a resumed run appends to the history before it
   const bool resuming = !o.resume.empty();
-  nn::MetricsLog log = log_path == "none" ? nn::MetricsLog()
+  nn::MetricsLog log = log_path == "none" || !lead ? nn::MetricsLog()
                                           : nn::MetricsLog(log_path, resuming ? nn::MetricsLog::Mode::Append
                                                                               : nn::MetricsLog::Mode::Truncate);
   if (log.cut_bytes() > 0) {
@@ -693,6 +765,8 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   step_options.adamw = acfg;
   step_options.grad_clip = o.grad_clip;
   step_options.train = true;
+  step_options.comm = comm;
+  step_options.allreduce = allreduce;
   std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> batches(static_cast<size_t>(o.grad_accum));
   std::vector<MicroBatch> micro_batches(static_cast<size_t>(o.grad_accum));
 
@@ -702,6 +776,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
 
   // Saves one checkpoint; on failure (a full disk) training stops, naming what is kept.
   auto save = [&](const std::string& path, int step) {
+    if (!lead) return;
     try {
       save_checkpoint(path, model, vocab, state);
     } catch (const nn::Error& e) {
@@ -738,6 +813,8 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   }
 
   auto run_eval = [&](int step) {
+    if (comm != nullptr) check_replicas(model, *comm, step);
+    if (!lead) return;  // rank 0 evaluates; the others go on to the next step's all-reduce
     const float tl = evaluate(model, *be, corpus.train, B, T, o.eval_iters, o.seed, kEvalTrain);
     const float vl = evaluate(model, *be, corpus.val, B, T, o.eval_iters, o.seed, kEvalVal);
     result.final_train_loss = tl;
@@ -777,7 +854,14 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
   double step_ms_sum = 0.0;
   int step = start;
   for (; step < o.max_iters; ++step) {
-    if (o.time_budget_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.time_budget_s) {
+    bool over_budget =
+        o.time_budget_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.time_budget_s;
+    if (ranks > 1 && o.time_budget_s > 0) {  // rank 0's clock decides for all: the ranks stop at one step
+      float flag = lead && over_budget ? 1.0f : 0.0f;
+      comm->allreduce_sum(&flag, 1);
+      over_budget = flag > 0.0f;
+    }
+    if (over_budget) {
       os << "\ntime budget of " << o.time_budget_s << " s reached at step " << step << "\n";
       break;
     }
@@ -785,7 +869,10 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     const float lr = learning_rate(o, step);
     // the step's micro-batches: their offsets and dropout seeds a pure function of the index
     for (int micro = 0; micro < o.grad_accum; ++micro) {
-      const uint64_t index = static_cast<uint64_t>(step) * static_cast<uint64_t>(o.grad_accum) + static_cast<uint64_t>(micro);
+      // with N ranks: the batches one process with --grad-accum N K would draw, rank r's K of them
+      const uint64_t K = static_cast<uint64_t>(o.grad_accum);
+      const uint64_t index = static_cast<uint64_t>(step) * K * static_cast<uint64_t>(ranks) +
+                             static_cast<uint64_t>(rank) * K + static_cast<uint64_t>(micro);
       auto& [bx, by] = batches[static_cast<size_t>(micro)];
       get_batch(corpus.train, B, T, o.seed, kTrainStream, index, bx, by);
       micro_batches[static_cast<size_t>(micro)] = {bx.data(), by.data(), hash3(o.seed, kDropout, index)};
@@ -814,8 +901,8 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
     step_ms_sum += ms;
     result.step_losses.push_back(static_cast<float>(loss));
-    const double tok_s = static_cast<double>(B) * T * o.grad_accum / (ms / 1e3);
-    const double mfu = peak > 0 ? tok_s * flops_tok / peak : 0.0;
+    const double tok_s = static_cast<double>(B) * T * o.grad_accum * ranks / (ms / 1e3);  // all ranks' tokens
+    const double mfu = peak > 0 ? tok_s / ranks * flops_tok / peak : 0.0;  // per rank, against rank 0's peak
     log_write(nn::MetricsLog::Record().add("step", step + 1).add("split", "train").add("loss", loss)
                   .add("lr", static_cast<double>(lr)).add("grad_norm", static_cast<double>(norm)).add("ms", ms)
                   .add("tok_s", tok_s).add("mfu", mfu), step + 1);
@@ -849,7 +936,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os) {
     }
   }
 
-  if (o.sample_tokens > 0) {
+  if (lead && o.sample_tokens > 0) {
     // sample from the best checkpoint, as a user would; the model in memory when this run
     // wrote none
     const std::string from = wrote_best || (resuming && fs::exists(best_path)) ? best_path

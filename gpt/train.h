@@ -65,6 +65,11 @@ struct TrainOptions {
   std::string dump_path;
   bool quiet = false;  // no progress bar (tests)
   std::string config;  // the config file the options were read from (gpt/cli.h)
+  // data parallelism (lesson 14): the ranks training together; nullptr: process_comm() (set by
+  // the front door when mpirun started it), else this process alone. allreduce: the gradients'
+  // all-reduce version (kernels/comm.h: ring, library).
+  kernels::comm::Comm* comm = nullptr;
+  std::string allreduce = "library";
   // The flags given on the command line or in the config file ("n-layer", "prompt", ...),
   // as add_train_flags records them: --resume refuses a model flag that contradicts the
   // checkpoint, and a default --prompt may be replaced where an explicit one may not.
@@ -141,6 +146,17 @@ struct SampleOptions {
 std::string sample(GPT& model, Backend& be, const nn::CharVocab& vocab, const SampleOptions& o);
 
 // ---- training ------------------------------------------------------------------------------
+// The ranks this process trains with when TrainOptions::comm is not set: app/nnlab.cpp installs
+// the MPI engine's Comm when mpirun started it (the trainer itself never links MPI).
+void set_process_comm(kernels::comm::Comm* comm);
+kernels::comm::Comm* process_comm();
+
+// Data parallelism, checked: every rank hashes its weights (FNV-1a over their bytes) and all
+// ranks compare the hashes. nn::Error on every rank, naming the ranks that differ, when they do
+// not all hold the same bits (the replicas diverged: a rank that skipped or broke the all-reduce,
+// or different code or data on one machine). Nothing to do with one rank.
+void check_replicas(const GPT& model, kernels::comm::Comm& comm, int step);
+
 // Sets the OpenMP thread count when threads > 0; returns the count in use (1 without OpenMP).
 // nn::Error above nn::max_threads_allowed() (4x the hardware threads).
 int use_threads(int threads);
@@ -156,7 +172,12 @@ struct TrainResult {
   std::string best_path, last_path;  // the checkpoints this run wrote ("" for one it did not)
 };
 // The whole run: corpus, model (new or resumed), loop, evaluations, checkpoints, log,
-// samples. Prints to `os`. nn::Error for bad options, data or checkpoints, for a non-finite
+// samples. With N ranks (TrainOptions::comm or process_comm()): each rank draws its own
+// micro-batches (step s, rank r, micro-batch k: batch index s N K + r K + k, the ones one process
+// with --grad-accum N K would draw), the gradients are all-reduced, every rank takes the same
+// AdamW step; at every evaluation the replicas are checked equal (check_replicas); rank 0 alone
+// prints, logs, evaluates, writes checkpoints and samples. A checkpoint holds no rank count: it
+// resumes under any number of ranks. Prints to `os`. nn::Error for bad options, data or checkpoints, for a non-finite
 // loss (the message names the last good checkpoint, which is kept, or says there is none),
 // for a log that cannot be written, and for a new run (no --resume) into an out_dir that
 // holds checkpoints unless `overwrite`. A resumed run appends to the log.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -117,6 +118,14 @@ class ThreadComm : public Comm {
 }  // namespace
 
 std::unique_ptr<Comm> make_local_comm() { return std::make_unique<LocalComm>(); }
+
+int launched_ranks() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') return std::max(1, std::atoi(v));
+  }
+  return 0;
+}
 
 std::vector<std::unique_ptr<Comm>> make_thread_comms(int ranks) {
   if (ranks < 1) throw std::invalid_argument("comm threads: need at least one rank, got " + std::to_string(ranks));

@@ -54,6 +54,11 @@ class Comm {
 // One rank: rank 0 of 1.
 std::unique_ptr<Comm> make_local_comm();
 
+// The number of ranks mpirun / mpiexec started this process among (their environment:
+// OMPI_COMM_WORLD_SIZE, PMI_SIZE), 0 when it was not started by one. Needs no MPI: a build
+// without MPI uses it to refuse to run N unconnected copies of a training run.
+int launched_ranks();
+
 // N ranks as threads of this process: comms[r] is rank r's Comm, to be used by one thread each
 // (run_ranks below). allreduce_sum sums in rank order (0, 1, ..., N-1): the plain reference.
 std::vector<std::unique_ptr<Comm>> make_thread_comms(int ranks);

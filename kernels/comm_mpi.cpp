@@ -77,6 +77,11 @@ std::unique_ptr<Comm> make_mpi_comm(int* argc, char*** argv) {
   return std::make_unique<MpiComm>();
 }
 
+void mpi_abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return; if it did, stop this rank anyway
+}
+
 std::string mpi_library() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
