@@ -142,27 +142,40 @@ Chunk ring_chunk(int64_t n, int ranks, int c) {
   return {begin, begin + base + (c < extra ? 1 : 0)};
 }
 
-void allreduce_ring(Comm& comm, float* data, int64_t n) {
+Chunk owned_chunk(int64_t n, int ranks, int rank) { return ring_chunk(n, ranks, (rank + 1) % ranks); }
+
+void reduce_scatter_ring(Comm& comm, float* data, int64_t n) {
   const int N = comm.size(), r = comm.rank();
   if (N == 1 || n == 0) return;
   const int right = (r + 1) % N, left = (r - 1 + N) % N;
   std::vector<float> incoming(static_cast<size_t>(ring_chunk(n, N, 0).end));  // the largest chunk
-  // Reduce-scatter. Step s: send chunk (r - s) mod N right, receive chunk (r - s - 1) mod N from
-  // the left and add it into ours. After N - 1 steps rank r holds chunk (r + 1) mod N summed
-  // over all ranks: it started at rank r + 2 and picked up every rank on its way round.
+  // Step s: send chunk (r - s) mod N right, receive chunk (r - s - 1) mod N from the left and add
+  // it into ours. After N - 1 steps rank r holds chunk (r + 1) mod N summed over all ranks: it
+  // started at rank r + 2 and picked up every rank on its way round.
   for (int s = 0; s < N - 1; ++s) {
     const Chunk out = ring_chunk(n, N, ((r - s) % N + N) % N);
     const Chunk in = ring_chunk(n, N, ((r - s - 1) % N + N) % N);
     comm.sendrecv(data + out.begin, out.end - out.begin, right, incoming.data(), in.end - in.begin, left);
     for (int64_t i = in.begin; i < in.end; ++i) data[i] += incoming[static_cast<size_t>(i - in.begin)];
   }
-  // All-gather. Step s: send the finished chunk (r + 1 - s) mod N right, receive the finished
-  // chunk (r - s) mod N from the left and store it: copies, so every rank ends with the same bits.
+}
+
+void all_gather_ring(Comm& comm, float* data, int64_t n) {
+  const int N = comm.size(), r = comm.rank();
+  if (N == 1 || n == 0) return;
+  const int right = (r + 1) % N, left = (r - 1 + N) % N;
+  // Step s: send the finished chunk (r + 1 - s) mod N right, receive the finished chunk (r - s)
+  // mod N from the left and store it: copies, so every rank ends with the same bits.
   for (int s = 0; s < N - 1; ++s) {
     const Chunk out = ring_chunk(n, N, ((r + 1 - s) % N + N) % N);
     const Chunk in = ring_chunk(n, N, ((r - s) % N + N) % N);
     comm.sendrecv(data + out.begin, out.end - out.begin, right, data + in.begin, in.end - in.begin, left);
   }
+}
+
+void allreduce_ring(Comm& comm, float* data, int64_t n) {
+  reduce_scatter_ring(comm, data, n);
+  all_gather_ring(comm, data, n);
 }
 
 void allreduce_library(Comm& comm, float* data, int64_t n) { comm.allreduce_sum(data, n); }

@@ -83,6 +83,15 @@ struct Chunk {
 };
 Chunk ring_chunk(int64_t n, int ranks, int c);
 
+// The ring's two halves, each a collective of its own (ZeRO shards the optimizer with them):
+//   reduce_scatter_ring: afterwards rank r's owned_chunk holds the sum over the ranks (the rest
+//                        of its buffer holds partial sums: scratch);
+//   all_gather_ring:     every rank's owned_chunk is copied to every rank (the rest is overwritten).
+// allreduce_ring is the one, then the other.
+Chunk owned_chunk(int64_t n, int ranks, int rank);  // ring_chunk(n, ranks, (rank + 1) % ranks)
+void reduce_scatter_ring(Comm& comm, float* data, int64_t n);
+void all_gather_ring(Comm& comm, float* data, int64_t n);
+
 template <class Fn>
 void run_ranks(int ranks, Fn fn) {
   std::vector<std::unique_ptr<Comm>> comms = make_thread_comms(ranks);

@@ -113,3 +113,41 @@ TEST_CASE("comm: the local engine is one rank; the thread engine refuses a bad p
                     Catch::Contains("dest rank 5 of 2"));
   CHECK_THROWS_WITH(kernels::comm::allreduce_version("v9"), Catch::Contains("allreduce"));
 }
+
+TEST_CASE("comm: reduce-scatter leaves each rank its owned chunk summed; all-gather spreads the chunks", "[comm]") {
+  for (int ranks : {1, 2, 3, 5}) {
+    for (int64_t n : {1, 4, 1001}) {
+      std::vector<std::vector<float>> scattered(static_cast<size_t>(ranks)), gathered(static_cast<size_t>(ranks));
+      kernels::comm::run_ranks(ranks, [&](kernels::comm::Comm& c) {
+        std::vector<float> a(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) a[static_cast<size_t>(i)] = value(c.rank(), i);
+        kernels::comm::reduce_scatter_ring(c, a.data(), n);
+        scattered[static_cast<size_t>(c.rank())] = a;
+        // all-gather of values only the owner knows: rank r writes 1000 r into its chunk first
+        std::vector<float> b(static_cast<size_t>(n), -1.0f);
+        const kernels::comm::Chunk own = kernels::comm::owned_chunk(n, ranks, c.rank());
+        for (int64_t i = own.begin; i < own.end; ++i) b[static_cast<size_t>(i)] = 1000.0f * static_cast<float>(c.rank()) + static_cast<float>(i);
+        kernels::comm::all_gather_ring(c, b.data(), n);
+        gathered[static_cast<size_t>(c.rank())] = b;
+      });
+      INFO(ranks << " ranks, " << n << " floats");
+      std::vector<int> owner(static_cast<size_t>(n), -1);
+      for (int r = 0; r < ranks; ++r) {
+        const kernels::comm::Chunk own = kernels::comm::owned_chunk(n, ranks, r);
+        for (int64_t i = own.begin; i < own.end; ++i) {
+          REQUIRE(owner[static_cast<size_t>(i)] == -1);  // each element owned once
+          owner[static_cast<size_t>(i)] = r;
+          double exact = 0.0;
+          for (int q = 0; q < ranks; ++q) exact += value(q, i);
+          REQUIRE(scattered[static_cast<size_t>(r)][static_cast<size_t>(i)] == static_cast<float>(exact));
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        REQUIRE(owner[static_cast<size_t>(i)] >= 0);
+        for (int r = 0; r < ranks; ++r)
+          REQUIRE(gathered[static_cast<size_t>(r)][static_cast<size_t>(i)] ==
+                  1000.0f * static_cast<float>(owner[static_cast<size_t>(i)]) + static_cast<float>(i));
+      }
+    }
+  }
+}
