@@ -99,7 +99,7 @@ TEST_CASE("comm: on values that round, the ring differs from the rank-order sum 
   CHECK(differ > 0);  // the orders really differ: the ring is not the library call in disguise
 }
 
-TEST_CASE("comm: the local engine is one rank; the thread engine refuses a bad peer", "[comm]") {
+TEST_CASE("comm: the local engine is one rank, and the thread engine refuses a bad peer", "[comm]") {
   auto local = kernels::comm::make_local_comm();
   CHECK(local->size() == 1);
   std::vector<float> v = {1.0f, 2.0f};
@@ -114,7 +114,7 @@ TEST_CASE("comm: the local engine is one rank; the thread engine refuses a bad p
   CHECK_THROWS_WITH(kernels::comm::allreduce_version("v9"), Catch::Contains("allreduce"));
 }
 
-TEST_CASE("comm: reduce-scatter leaves each rank its owned chunk summed; all-gather spreads the chunks", "[comm]") {
+TEST_CASE("comm: reduce-scatter leaves each rank its owned chunk summed, all-gather spreads the chunks", "[comm]") {
   for (int ranks : {1, 2, 3, 5}) {
     for (int64_t n : {1, 4, 1001}) {
       std::vector<std::vector<float>> scattered(static_cast<size_t>(ranks)), gathered(static_cast<size_t>(ranks));
