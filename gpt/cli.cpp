@@ -64,6 +64,11 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--allreduce", o.allreduce, "Under mpirun (data parallel, lesson 14): the gradients' all-reduce, "
                  "ring (written over point-to-point messages) or library (MPI_Allreduce)")
       ->check(CLI::IsMember({"ring", "library"}))->capture_default_str()->group(t);
+  app.add_option("--zero", o.zero, "Under mpirun: 1 shards AdamW's moments across the ranks (ZeRO stage 1: "
+                 "reduce-scatter, update the own shard, all-gather the weights); 0 every rank holds them all")
+      ->check(CLI::Range(0, 1))->capture_default_str()->group(t);
+  app.add_flag("--recompute", o.recompute, "Activation recomputation: keep each block's output, recompute its "
+               "inside in the backward (less memory, about a third more arithmetic)")->group(t);
   app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str()->group(t);
   app.add_option("--eval-interval", o.eval_interval, "Steps between evaluations (and checkpoints)")->check(CLI::Range(1, 100000000))->capture_default_str()->group(e);
   app.add_option("--eval-iters", o.eval_iters, "Batches per evaluation of each split")->check(CLI::Range(1, 100000))->capture_default_str()->group(e);

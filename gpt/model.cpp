@@ -7,8 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "gpt/lora.h"
+#ifdef NNLAB_HAVE_NCCL
+#include "kernels/comm_nccl.h"
+#endif
 #include "kernels/rope.h"
 #include "nn/check.h"
 #include "nn/rng.h"
@@ -110,11 +114,12 @@ ActivationLayout scratch_layout(const GPTConfig& c, int B, int T) {
 }
 
 // What a training model's activations hold at (B, T).
-ActivationLayout training_layout(const GPTConfig& c, int B, int T, bool masks, bool preatt) {
+// recompute: one layer's slice that every layer reuses (gpt_set_recompute).
+ActivationLayout training_layout(const GPTConfig& c, int B, int T, bool masks, bool preatt, bool recompute) {
   ActivationLayout l = with_config(ActivationLayout{}, c);
   l.B = B;
   l.T = T;
-  l.stacked = true;
+  l.stacked = !recompute;
   l.preatt = preatt;
   l.att = true;
   l.masks = masks;
@@ -132,24 +137,41 @@ uint64_t site_seed(uint64_t dropout_seed, int site) {
 void ensure_activations(GPT& m, int B, int T, bool masks, bool preatt) {
   const bool want_masks = masks || m.masks_alloc;
   if (B <= m.B_alloc && T <= m.T_alloc && want_masks == m.masks_alloc && preatt == m.preatt_alloc &&
-      !m.acts_memory.empty()) {
+      m.recompute == m.recompute_alloc && !m.acts_memory.empty()) {
     return;
   }
   const int Ba = std::max(B, m.B_alloc), Ta = std::max(T, m.T_alloc);
   Memory& mem = gpt_memory(m);
   m.acts_memory = Array<float>();  // free the old ones first: on a GPU both may not fit
   m.scratch_memory = Array<float>();
-  m.acts_memory = make_array<float>(mem, static_cast<size_t>(activation_floats(m.config, training_layout(m.config, Ba, Ta, want_masks, preatt))));
+  m.block_outputs = Array<float>();
+  m.acts_memory = make_array<float>(
+      mem, static_cast<size_t>(activation_floats(m.config, training_layout(m.config, Ba, Ta, want_masks, preatt,
+                                                                            m.recompute))));
   m.scratch_memory = make_array<float>(mem, static_cast<size_t>(total_floats(kScratch, m.config, scratch_layout(m.config, Ba, Ta))));
+  if (m.recompute) {
+    m.block_outputs = make_array<float>(mem, static_cast<size_t>(m.config.n_layer) * Ba * Ta * m.config.n_embd);
+  }
   m.B_alloc = Ba;
   m.T_alloc = Ta;
   m.masks_alloc = want_masks;
   m.preatt_alloc = preatt;
+  m.recompute_alloc = m.recompute;
+}
+
+// The layout of the model's activations at its current (B, T).
+ActivationLayout layout_of(const GPT& m) {
+  return training_layout(m.config, m.B, m.T, m.masks_alloc, m.preatt_alloc, m.recompute_alloc);
+}
+
+// With recomputation: block l's output, the input of block l + 1 ((B, T, C) at the current B, T).
+float* block_output(const GPT& m, int l) {
+  return const_cast<float*>(m.block_outputs.data()) + static_cast<i64>(l) * m.B * m.T * m.config.n_embd;
 }
 
 // Points the model's activations and scratch at its current (B, T).
 void point_activations(GPT& m) {
-  m.acts = activation_tensors(m.acts_memory.data(), m.config, training_layout(m.config, m.B, m.T, m.masks_alloc, m.preatt_alloc));
+  m.acts = activation_tensors(m.acts_memory.data(), m.config, layout_of(m));
   m.scratch = point_rows(kScratch, m.scratch_memory.data(), m.config, scratch_layout(m.config, m.B, m.T));
 }
 
@@ -393,6 +415,7 @@ GPT gpt_create(const GPTConfig& config, Memory& memory, bool training_state) {
 }
 
 GPT gpt_move_to(const GPT& model, Memory& memory) {
+  NN_CHECK(!model.sharded, "moving a model: its optimizer is sharded (ZeRO-1); move it before gpt_shard_optimizer");
   const bool training_state = !model.grads_memory.empty();  // an inference-only model stays one
   GPT out = gpt_create(model.config, memory, training_state);
   const auto n = static_cast<size_t>(model.num_params);
@@ -643,8 +666,23 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
   if (drop) be.dropout_forward(A.encoded, A.encoded_mask, A.encoded, N * C, p, site_seed(dropout_seed, 0));
   // the L blocks and LN_f
   TrainingKernels k(be, model, B, T);
-  transformer_forward(be, k, cfg, P, A, training_layout(cfg, B, T, model.masks_alloc, model.preatt_alloc), A.encoded, Ni,
-                      {p, dropout_seed}, fuses(be, fusion, cfg));
+  model.dropout_seed = dropout_seed;
+  if (model.recompute_alloc) {
+    // recomputation: every block writes the one layer slice, its output goes to block_outputs
+    // (the next block's input, and what the backward recomputes block l + 1 from); unfused, so
+    // that the backward's second forward of a block is this one's bits (gpt_set_recompute)
+    const float* in = A.encoded;
+    for (int l = 0; l < cfg.n_layer; ++l) {
+      ActivationTensors a = A;
+      a.residual3 = block_output(model, l);
+      block_forward(be, k, cfg, l, layer_params(P, cfg, l), a, in, Ni, {p, dropout_seed}, /*fuse=*/false,
+                    /*ln1_ready=*/false, nullptr);
+      in = a.residual3;
+    }
+    final_norm(be, cfg, P, A, in, Ni);
+  } else {
+    transformer_forward(be, k, cfg, P, A, layout_of(model), A.encoded, Ni, {p, dropout_seed}, fuses(be, fusion, cfg));
+  }
   // the head: logits = lnf wte^T when tied (lm_head^T when not; no bias)
   be.matmul_forward(A.logits, A.lnf, head_weight(P), nullptr, Ni, C, V);
   model.mean_loss = -1.0f;
@@ -655,6 +693,8 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
 
 void gpt_zero_grad(GPT& model) { model.grads_memory.zero(); }
 
+void gpt_set_recompute(GPT& model, bool on) { model.recompute = on; }
+
 void gpt_backward(GPT& model, Backend& be, float dloss) {
   NN_CHECK(model.have_targets && model.B > 0, "GPT backward: the last forward had no targets (no loss to differentiate)");
   const GPTConfig& cfg = model.config;
@@ -662,7 +702,8 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
   const i64 N = static_cast<i64>(B) * T, NC = N * C;
   const int Ni = static_cast<int>(N);
   const bool drop = model.train_mode && cfg.dropout > 0.0f;
-  const ActivationLayout layout = training_layout(cfg, B, T, model.masks_alloc, model.preatt_alloc);
+  const ActivationLayout layout = layout_of(model);
+  const bool recompute = model.recompute_alloc;
   const ParameterTensors& P = model.params;
   const ParameterTensors& G = model.grads;
   const ActivationTensors& A = model.acts;
@@ -689,15 +730,27 @@ void gpt_backward(GPT& model, Backend& be, float dloss) {
                      C, V);
   // dresidual: dL/d(residual stream), built up from zero as the layers are walked backwards
   gpt_memory(model).zero(S.dresidual, static_cast<size_t>(NC) * sizeof(float));
-  norm_backward(be, cfg, S.dresidual, G.lnfw, G.lnfb, S.dln, layer_activations(A, cfg, layout, L - 1).residual3, P.lnfw,
-                A.lnf_mean, A.lnf_rstd, Ni);
+  // (the input of LN_f: the last block's output)
+  const float* last = recompute ? block_output(model, L - 1) : layer_activations(A, cfg, layout, L - 1).residual3;
+  norm_backward(be, cfg, S.dresidual, G.lnfw, G.lnfb, S.dln, last, P.lnfw, A.lnf_mean, A.lnf_rstd, Ni);
+  TrainingKernels k(be, model, B, T);  // recomputation's forward
 
   for (int l = L - 1; l >= 0; --l) {
     // layer l's parameters, their gradients and activations; x its input
     const ParameterTensors p = layer_params(P, cfg, l);
     const ParameterTensors g = layer_params(G, cfg, l);
-    const ActivationTensors a = layer_activations(A, cfg, layout, l);
-    const float* x = l == 0 ? A.encoded : layer_activations(A, cfg, layout, l - 1).residual3;
+    ActivationTensors a = layer_activations(A, cfg, layout, l);
+    const float* x = l == 0                ? A.encoded
+                     : recompute ? block_output(model, l - 1)
+                                 : layer_activations(A, cfg, layout, l - 1).residual3;
+    if (recompute && l < L - 1) {
+      // (the last block's are still in the slice from the forward)
+      // block l's activations again, from its stored input, with the first forward's dropout
+      // masks (the same seed); its output goes to a slice of its own, not over the stored one
+      a.residual3 = S.dbranch;  // free until the dropout backward below, which follows this
+      block_forward(be, k, cfg, l, p, a, x, Ni, {drop ? cfg.dropout : 0.0f, model.dropout_seed}, /*fuse=*/false,
+                    /*ln1_ready=*/false, nullptr);
+    }
 
     // MLP branch: its output gradient is the stream's gradient (through the dropout mask)
     const float* dbranch = S.dresidual;
@@ -764,6 +817,8 @@ float gpt_clip_grad_norm(GPT& model, Backend& be, float max_norm) {
 }
 
 void gpt_adamw_step(GPT& model, Backend& be, const AdamWConfig& cfg, float lr) {
+  NN_CHECK(!model.sharded, "AdamW step: the moments are sharded across ranks (ZeRO-1): train_step with the ranks' "
+                           "Comm takes the sharded step");
   model.adam_t += 1;
   // one update per row of kParams (all L layers of a per-layer row at once)
   i64 offset = 0;
@@ -803,6 +858,12 @@ double allreduce_gradients(const StepOptions& o, Memory& memory, float* grads, i
   kernels::comm::Comm& comm = *o.comm;
   if (memory.is_host()) {
     o.allreduce(comm, grads, n);
+#ifdef NNLAB_HAVE_NCCL
+  } else if (kernels::comm::takes_device_memory(comm) && o.allreduce == kernels::comm::allreduce_library) {
+    // NCCL (--comm nccl): the GPUs sum the device buffer among themselves, no host copy. The
+    // ring (v1) adds its chunks on the CPU, so it still takes the host path below
+    comm.allreduce_sum(grads, n);
+#endif
   } else {  // a GPU without NCCL: through the host (lesson 14 measures what that costs)
     std::vector<float> host(static_cast<size_t>(n));
     memory.to_host(host.data(), grads, static_cast<size_t>(n) * sizeof(float));
@@ -814,11 +875,113 @@ double allreduce_gradients(const StepOptions& o, Memory& memory, float* grads, i
   return mean;
 }
 
+void gpt_shard_optimizer(GPT& model, kernels::comm::Comm& comm) {
+  NN_CHECK(!model.sharded, "ZeRO-1: the optimizer is already sharded");
+  NN_CHECK(!model.m_memory.empty(), "ZeRO-1: the model has no AdamW state to shard (made without training state)");
+  if (comm.size() == 1) return;
+  const kernels::comm::Chunk c = kernels::comm::owned_chunk(model.num_params, comm.size(), comm.rank());
+  const size_t n = static_cast<size_t>(c.end - c.begin);
+  Memory& mem = gpt_memory(model);
+  for (Array<float>* full : {&model.m_memory, &model.v_memory}) {
+    Array<float> shard = make_array<float>(mem, n);
+    if (n > 0) mem.copy(shard.data(), full->data() + c.begin, n * sizeof(float));
+    *full = std::move(shard);  // the full moments are freed: the point of sharding
+  }
+  model.sharded = true;
+  model.shard_begin = c.begin;
+  model.shard_end = c.end;
+}
+
+FullMoments gpt_gather_moments(const GPT& model, kernels::comm::Comm& comm) {
+  FullMoments out;
+  if (!model.sharded) {
+    out.m = model.m_memory.to_vector();
+    out.v = model.v_memory.to_vector();
+    return out;
+  }
+  NN_CHECK(comm.size() > 1, "ZeRO-1: a sharded model's moments are gathered over its ranks, not one");
+  for (auto [shard, full] : {std::pair{&model.m_memory, &out.m}, std::pair{&model.v_memory, &out.v}}) {
+    full->assign(static_cast<size_t>(model.num_params), 0.0f);
+    const std::vector<float> own = shard->to_vector();
+    std::copy(own.begin(), own.end(), full->begin() + model.shard_begin);
+    kernels::comm::all_gather_ring(comm, full->data(), model.num_params);
+  }
+  return out;
+}
+
+namespace {
+
+// The ZeRO-1 step after the gradients are accumulated (StepOptions: the sharded step).
+void sharded_step(GPT& model, Backend& be, const StepOptions& o, StepResult& r) {
+  namespace kc = kernels::comm;
+  kc::Comm& comm = *o.comm;
+  NN_CHECK(model.sharded && comm.size() > 1 &&
+               kc::owned_chunk(model.num_params, comm.size(), comm.rank()).begin == model.shard_begin,
+           "ZeRO-1 step: the model's optimizer is not sharded over these " << comm.size() << " ranks");
+  Memory& mem = gpt_memory(model);
+  const int64_t n = model.num_params, b = model.shard_begin, e = model.shard_end;
+  // the exchanges run on host copies when the model lives on a GPU (as allreduce_gradients)
+  std::vector<float> host;
+  float* grads = model.grads_memory.data();
+  float* params = model.params_memory.data();
+  if (!mem.is_host()) {
+    host.resize(static_cast<size_t>(n));
+    mem.to_host(host.data(), grads, static_cast<size_t>(n) * sizeof(float));
+    kc::reduce_scatter_ring(comm, host.data(), n);
+    if (e > b) mem.from_host(grads + b, host.data() + b, static_cast<size_t>(e - b) * sizeof(float));
+  } else {
+    kc::reduce_scatter_ring(comm, grads, n);
+  }
+  // the step's loss and the global gradient norm: two scalars summed round the ring (the same
+  // bits on every rank, so every rank clips by the same factor); the norm's square in two
+  // floats (high and low parts) to keep a double's precision through a float all-reduce
+  const double sq = e > b ? be.sum_squares(grads + b, e - b) : 0.0;
+  float sums[3] = {static_cast<float>(sq), 0.0f, static_cast<float>(r.loss / comm.size())};
+  sums[1] = static_cast<float>(sq - static_cast<double>(sums[0]));
+  kc::allreduce_ring(comm, sums, 3);
+  r.loss = sums[2];
+  const double norm = std::sqrt(static_cast<double>(sums[0]) + static_cast<double>(sums[1]));
+  NN_CHECK(std::isfinite(norm), "the gradient norm is " << norm << ": training diverged (try a lower learning rate "
+                                                         << "or stronger clipping)");
+  r.grad_norm = static_cast<float>(norm);
+  if (o.grad_clip > 0.0f && norm > o.grad_clip && e > b) {
+    be.scale(grads + b, static_cast<float>(o.grad_clip / (norm + 1e-6)), e - b);
+  }
+  // AdamW on the own shard: each row of kParams (its decay) where it meets [b, e)
+  model.adam_t += 1;
+  int64_t offset = 0;
+  for (const ParamSpec& s : kParams) {
+    const int64_t len = param_numel(s, model.config);
+    const int64_t lo = std::max(offset, b), hi = std::min(offset + len, e);
+    if (hi > lo) {
+      be.adamw_update(params + lo, grads + lo, model.m_memory.data() + (lo - b), model.v_memory.data() + (lo - b),
+                      hi - lo, o.lr, o.adamw.beta1, o.adamw.beta2, o.adamw.eps, s.decay ? o.adamw.weight_decay : 0.0f,
+                      model.adam_t);
+    }
+    offset += len;
+  }
+  // every rank's updated shard to every rank
+  if (!mem.is_host()) {
+    if (e > b) mem.to_host(host.data() + b, params + b, static_cast<size_t>(e - b) * sizeof(float));
+    kc::all_gather_ring(comm, host.data(), n);
+    mem.from_host(params, host.data(), static_cast<size_t>(n) * sizeof(float));
+  } else {
+    kc::all_gather_ring(comm, params, n);
+  }
+}
+
+}  // namespace
+
 StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
                       const StepOptions& o) {
   StepResult r;
   gpt_zero_grad(model);
   r.loss = accumulate_gradients(model, be, micro, B, T, o);
+  if (model.sharded) {
+    NN_CHECK(o.comm != nullptr, "train step: a model with a sharded optimizer (ZeRO-1) needs its ranks' Comm");
+    sharded_step(model, be, o, r);
+    return r;
+  }
   r.loss = allreduce_gradients(o, model.grads_memory.memory(), model.grads_memory.data(),
                                static_cast<int64_t>(model.grads_memory.size()), r.loss);
   r.grad_norm = gpt_clip_grad_norm(model, be, o.grad_clip);
@@ -834,13 +997,14 @@ double flops_per_token(const GPTConfig& c, int T) {
   return 6.0 * N + 12.0 * L * H * Q * T;
 }
 
-MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt) {
+MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt, bool recompute) {
   MemoryBreakdown m;
   const i64 f = static_cast<i64>(sizeof(float));
   m.params = num_parameters(c) * f;
   m.grads = m.params;
   m.adam = 2 * m.params;
-  m.activations = activation_floats(c, training_layout(c, B, T, c.dropout > 0.0f, preatt)) * f;
+  m.activations = activation_floats(c, training_layout(c, B, T, c.dropout > 0.0f, preatt, recompute)) * f;
+  if (recompute) m.activations += static_cast<i64>(c.n_layer) * B * T * c.n_embd * f;  // the block outputs
   m.scratch = total_floats(kScratch, c, scratch_layout(c, B, T)) * f;
   return m;
 }
@@ -848,8 +1012,10 @@ MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt) 
 std::vector<NamedTensor> activation_views(const GPT& model) {
   std::vector<NamedTensor> out;
   if (model.B == 0) return out;
+  NN_CHECK(!model.recompute_alloc, "activation views: a model trained with activation recomputation keeps one "
+                                   "layer's activations, not every layer's (turn recomputation off to dump them)");
   const GPTConfig& c = model.config;
-  const ActivationLayout layout = training_layout(c, model.B, model.T, model.masks_alloc, model.preatt_alloc);
+  const ActivationLayout layout = layout_of(model);
   auto add = [&](const TensorSpec<ActivationTensors>& s, int l) {
     if (!s.view || !held(s, layout) || (s.held == Held::loss && !model.have_targets)) return;
     const ActivationTensors a = l >= 0 ? layer_activations(model.acts, c, layout, l) : model.acts;

@@ -412,6 +412,11 @@ struct GPTData {
   ParameterTensors params{};
   ParameterTensors grads{};
   int64_t adam_t = 0;  // AdamW steps taken (1-based t of the next step is adam_t + 1)
+  // ZeRO stage 1 (lesson 14; gpt_shard_optimizer): this rank's AdamW moments cover the
+  // parameters [shard_begin, shard_end) of the flat buffer only; m_memory and v_memory then
+  // hold shard_end - shard_begin floats. sharded = false: all num_params.
+  bool sharded = false;
+  int64_t shard_begin = 0, shard_end = 0;
   // llama: RoPE's cos and sin tables (block_size, hs/2) (kernels/rope.h), made with the
   // parameters in the same memory; empty for gpt2. Not parameters: a function of the config.
   Array<float> rope_cos, rope_sin;
@@ -421,6 +426,12 @@ struct GPTData {
   int B_alloc = 0, T_alloc = 0;
   bool masks_alloc = false;
   bool preatt_alloc = true;  // false on a backend that keeps no preatt (Backend::keeps_preatt)
+  // Activation recomputation (lesson 14; gpt_set_recompute): the forward keeps only each
+  // block's output (block_outputs, (L, B, T, C)) and ONE layer's activations that every layer
+  // reuses; the backward runs block l's forward again from its input before its backward.
+  bool recompute = false;
+  bool recompute_alloc = false;
+  Array<float> block_outputs;
   Array<float> acts_memory;
   ActivationTensors acts{};
   Array<float> scratch_memory;
@@ -429,6 +440,7 @@ struct GPTData {
   // the last forward
   int B = 0, T = 0;
   bool train_mode = false;
+  uint64_t dropout_seed = 0;  // the last forward's (recomputation draws the same masks again)
   Array<int32_t> tokens_memory;  // the (B, T) ids in the model's memory: inputs, then targets
   bool have_targets = false;
   float mean_loss = -1.0f;  // -1 when the last forward had no targets
@@ -544,6 +556,16 @@ void apply_rope(Backend& be, const GPT& m, float* qkv, int B, int T, int pos0, b
 // The output head's (V, C) matrix: wte when tied, else lm_head.
 inline const float* head_weight(const ParameterTensors& P) { return P.lm_head != nullptr ? P.lm_head : P.wte; }
 
+// Activation recomputation on or off (takes effect at the next forward). On: the forward
+// stores each block's output and one layer's activations, not L layers' (memory_breakdown with
+// recompute says how much less), and the backward recomputes each block's activations from its
+// stored input before differentiating it: one more block forward per layer (about a third more
+// arithmetic) for activation memory that no longer grows with L except by L B T C floats. The
+// forward then runs the diagram's ops one by one (no fused residual + LayerNorm), so that the
+// recomputed activations are the same bits as the first forward's: the gradients equal those of
+// a stored unfused run exactly (tests/test_gpt_recompute.cpp). activation_views is refused.
+void gpt_set_recompute(GPT& model, bool on);
+
 // Forward at (B, T) with T <= block_size. inputs (B,T) token ids; targets (B,T) or nullptr.
 // train = true applies dropout with masks drawn from dropout_seed (ignored when p = 0).
 // With targets: sets model.mean_loss (mean cross-entropy over the B*T positions).
@@ -583,6 +605,11 @@ struct StepOptions {
   // rank takes the same step. nullptr (or one rank): this process alone.
   kernels::comm::Comm* comm = nullptr;
   kernels::comm::AllreduceFn allreduce = kernels::comm::allreduce_library;
+  // ZeRO stage 1 (the model gpt_shard_optimizer'ed over `comm`): instead of the all-reduce, the
+  // ring's two halves with the update between them: reduce-scatter the gradients (each rank
+  // ends with the sum of its own shard only), clip by the global norm (the shards' squares
+  // summed across ranks), AdamW on the own shard with the shard-sized moments, all-gather the
+  // weights. The same traffic as an all-reduce, 1 / N of the optimizer memory per rank.
 };
 struct StepResult {
   double loss = 0.0;       // mean over the micro-batches (of every rank) of their mean loss
@@ -605,6 +632,19 @@ double allreduce_gradients(const StepOptions& o, Memory& memory, float* grads, i
 StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
                       const StepOptions& o);
 
+// ZeRO stage 1: keeps only this rank's shard of the AdamW moments, the parameters
+// kernels::comm::owned_chunk(num_params, N, rank) (the chunk the ring's reduce-scatter leaves
+// summed on this rank), copied from the full moments the model holds (zeros when new, a
+// resumed checkpoint's otherwise). With one rank: nothing to shard (sharded stays false).
+// train_step then runs the sharded step (StepOptions above); gpt_adamw_step is refused.
+void gpt_shard_optimizer(GPT& model, kernels::comm::Comm& comm);
+// The full moments of a sharded model, gathered from every rank (host vectors of num_params;
+// a collective: every rank must call it): what a checkpoint saves, whatever the rank count.
+struct FullMoments {
+  std::vector<float> m, v;
+};
+FullMoments gpt_gather_moments(const GPT& model, kernels::comm::Comm& comm);
+
 // FLOPs of one training step per token, forward + backward, PaLM's appendix B estimate:
 //   6 N + 12 L H Q T   (N non-embedding parameters, H heads, Q head size, T context)
 double flops_per_token(const GPTConfig& c, int T);
@@ -617,7 +657,9 @@ struct MemoryBreakdown {
 };
 // preatt: whether the activations include the (L,B,NH,T,T) scores before the softmax
 // (Backend::keeps_preatt: the naive and cpu backends yes, cuda no).
-MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt = true);
+// recompute: activation recomputation (gpt_set_recompute): one layer's activations plus the L
+// block outputs.
+MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt = true, bool recompute = false);
 
 // Named views of the last forward's activations (name, shape, pointer into the model's
 // memory: copy out with Memory::to_host unless it is host memory): the kActivations rows

@@ -124,7 +124,10 @@ std::vector<std::string> tensor_names(const std::vector<ParamSlice>& slices, boo
 }  // namespace
 
 void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVocab& vocab,
-                     const TrainState& state, bool with_optimizer) {
+                     const TrainState& state, bool with_optimizer, const FullMoments* moments) {
+  NN_CHECK(!with_optimizer || moments != nullptr || !model.sharded,
+           "saving " << path << ": the AdamW moments are sharded across ranks (ZeRO-1): gather them first "
+                     << "(gpt_gather_moments)");
   std::vector<nn::TensorRef> refs;
   // host copies (the model may live on a GPU); the same file whichever backend trained it
   const std::vector<float> params = model.params_memory.to_vector();
@@ -134,8 +137,11 @@ void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVo
   };
   add("", params);
   if (with_optimizer) {
-    m = model.m_memory.to_vector();
-    v = model.v_memory.to_vector();
+    m = moments != nullptr ? moments->m : model.m_memory.to_vector();
+    v = moments != nullptr ? moments->v : model.v_memory.to_vector();
+    NN_CHECK(static_cast<int64_t>(m.size()) == model.num_params && static_cast<int64_t>(v.size()) == model.num_params,
+             "saving " << path << ": " << m.size() << " and " << v.size() << " AdamW moments for " << model.num_params
+                       << " parameters");
     add("adam.m.", m);
     add("adam.v.", v);
   }
@@ -487,6 +493,10 @@ void check_options(const TrainOptions& o) {
   NN_CHECK(o.dump_step == -1 || o.dump_step >= 1, "--dump-step " << o.dump_step << ": steps count from 1");
   NN_CHECK(o.dump_step == -1 || !o.dump_path.empty(),
            "--dump-step " << o.dump_step << " needs --dump-path FILE: where to write the activations and gradients");
+  NN_CHECK(o.zero == 0 || o.zero == 1, "--zero " << o.zero << ": stage 0 (no sharding) or 1 (the AdamW moments "
+                                                 << "sharded across ranks); stages 2 and 3 are not implemented");
+  NN_CHECK(!o.recompute || o.dump_step == -1, "--dump-step with --recompute: recomputation keeps one layer's "
+                                               "activations, not every layer's that the dump writes; drop one of them");
   NN_CHECK(o.dump_path.empty() || o.dump_step >= 1,
            "--dump-path " << o.dump_path << " needs --dump-step N: the step whose activations and gradients to write");
 }
@@ -704,10 +714,15 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
 
   const GPTConfig& cfg = model.config;
   const int B = o.batch_size, T = cfg.block_size;
-  const MemoryBreakdown mem = memory_breakdown(cfg, B, T, be->keeps_preatt());
+  MemoryBreakdown mem = memory_breakdown(cfg, B, T, be->keeps_preatt(), o.recompute);
   // the model goes where the backend computes (a GPU's memory for cuda), if it fits there
   be->check_capacity(cfg, B, T);
   if (&be->memory() != &gpt_memory(model)) model = gpt_move_to(model, be->memory());
+  gpt_set_recompute(model, o.recompute);
+  if (o.zero == 1 && ranks > 1) {
+    gpt_shard_optimizer(model, *comm);  // (a resumed checkpoint's full moments: this rank keeps its shard)
+    mem.adam = static_cast<int64_t>(2 * model.m_memory.size() * sizeof(float));
+  }
   os << "model: " << cfg.n_layer << " layers, " << cfg.n_head << " heads, " << cfg.n_embd << " wide, context " << T
      << (cfg.bias ? "" : ", no biases") << ", vocabulary " << cfg.vocab_size << ": " << fmt(static_cast<double>(model.num_params) / 1e6, 3)
      << "M parameters (" << fmt(static_cast<double>(mem.total()) / (1 << 20), 1) << " MiB with gradients, AdamW and activations)\n";
@@ -720,18 +735,21 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
            << model.num_params << ' ' << B << ' ' << o.grad_accum << ' ' << o.max_iters << ' ' << o.lr << ' ' << o.min_lr
            << ' ' << o.warmup_iters << ' ' << o.lr_decay_iters << ' ' << o.weight_decay << ' ' << o.beta1 << ' ' << o.beta2
            << ' ' << o.eps << ' ' << o.grad_clip << ' ' << o.seed << ' ' << o.allreduce << ' ' << start << ' '
-           << o.backend << ' ' << be->precision() << ' ' << o.eval_interval;
+           << o.backend << ' ' << be->precision() << ' ' << o.eval_interval << ' ' << o.zero << ' ' << o.recompute;
     const std::string text = recipe.str();
     const uint64_t h = fnv1a(corpus.text.data(), corpus.text.size(), fnv1a(text.data(), text.size()));
     const std::string differ = ranks_differing(*comm, h);
     NN_CHECK(differ.empty(), "data parallel: " << rank_word(differ) << differ << " started with another model, text, "
-                                               << "recipe (batch, steps, learning rates, AdamW, seed, all-reduce) or resumed "
-                                               << "step than rank 0 (" << text << ", " << corpus.path << "): every rank "
+                                               << "recipe (batch, steps, learning rates, AdamW, seed, all-reduce, ZeRO, recomputation) or "
+                                               << "resumed step than rank 0 (" << text << ", " << corpus.path << "): every rank "
                                                << "must be started with the same flags and data; nothing was trained");
     os << "data parallel: " << ranks << " ranks (" << comm->name() << "), each its own " << o.grad_accum << " x " << B
        << " sequences a step (" << ranks * o.grad_accum * B << " in all); gradients summed by the " << o.allreduce
-       << " all-reduce; replicas checked equal at every evaluation\n";
+       << (model.sharded ? " ring's reduce-scatter, AdamW on each rank's shard (ZeRO-1), weights all-gathered"
+                         : " all-reduce")
+       << "; replicas checked equal at every evaluation\n";
   }
+  if (o.recompute) os << "activation recomputation: each block's output kept, its inside recomputed in the backward\n";
 
   // MFU: achieved FLOP/s over the peak measured now on what the backend runs on (the
   // lesson-03 FMA loop on the CPU; the FMA kernel or the tensor-core gemm on a GPU)
@@ -775,10 +793,11 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
   int saved_step = start;  // the step of the newest checkpoint on disk
 
   // Saves one checkpoint; on failure (a full disk) training stops, naming what is kept.
+  FullMoments gathered;  // ZeRO-1: the moments gathered from the ranks for this evaluation's checkpoints
   auto save = [&](const std::string& path, int step) {
     if (!lead) return;
     try {
-      save_checkpoint(path, model, vocab, state);
+      save_checkpoint(path, model, vocab, state, true, model.sharded ? &gathered : nullptr);
     } catch (const nn::Error& e) {
       NN_CHECK(false, e.what() << "\ntraining stopped at step " << step << ". " << last_good.text());
     }
@@ -791,7 +810,10 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
       log.write(record);
     } catch (const nn::Error& e) {
       std::string kept;
-      if (step > saved_step) {
+      if (model.sharded) {
+        kept = " The state since step " + std::to_string(saved_step) + " could not be saved: the AdamW moments are "
+               "sharded across the ranks, which are not all here to gather them.";
+      } else if (step > saved_step) {
         try {
           state.step = step;
           save_checkpoint(last_path, model, vocab, state);
@@ -814,6 +836,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
 
   auto run_eval = [&](int step) {
     if (comm != nullptr) check_replicas(model, *comm, step);
+    if (model.sharded && step > 0) gathered = gpt_gather_moments(model, *comm);  // every rank takes part
     if (!lead) return;  // rank 0 evaluates; the others go on to the next step's all-reduce
     const float tl = evaluate(model, *be, corpus.train, B, T, o.eval_iters, o.seed, kEvalTrain);
     const float vl = evaluate(model, *be, corpus.val, B, T, o.eval_iters, o.seed, kEvalVal);

@@ -70,6 +70,11 @@ struct TrainOptions {
   // all-reduce version (kernels/comm.h: ring, library).
   kernels::comm::Comm* comm = nullptr;
   std::string allreduce = "library";
+  // ZeRO stage (0: every rank holds all the AdamW moments; 1: each rank holds its shard,
+  // gpt_shard_optimizer) and activation recomputation (gpt_set_recompute): lesson 14's two
+  // ways to spend time or traffic on memory. Neither changes what is trained beyond rounding.
+  int zero = 0;
+  bool recompute = false;
   // The flags given on the command line or in the config file ("n-layer", "prompt", ...),
   // as add_train_flags records them: --resume refuses a model flag that contradicts the
   // checkpoint, and a default --prompt may be replaced where an explicit one may not.
@@ -111,8 +116,10 @@ struct TrainState {
 // "adam.m.<name>" / "adam.v.<name>"; metadata: the config, the vocabulary, adam_t and the
 // TrainState. Atomic (temporary file, fsync, rename); nn::Error, and the old file kept,
 // when any value is NaN or infinite (nn::save_safetensors).
+// moments: the full AdamW moments of a model whose optimizer is sharded (ZeRO-1:
+// gpt_gather_moments); nullptr: the model's own (refused for a sharded model).
 void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVocab& vocab,
-                     const TrainState& state, bool with_optimizer = true);
+                     const TrainState& state, bool with_optimizer = true, const FullMoments* moments = nullptr);
 struct LoadedCheckpoint {
   GPT model;
   nn::CharVocab vocab;

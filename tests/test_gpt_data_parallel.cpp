@@ -52,14 +52,25 @@ gpt::MicroBatch batch(int64_t index, std::vector<int32_t>& x, std::vector<int32_
 }
 
 // kSteps steps; step s uses micro-batches s*N*K + rank*K + k (k < K). Returns the weights.
+// zero: ZeRO stage 1 (the optimizer sharded over comm); clip: StepOptions::grad_clip;
+// moments: the full AdamW moments at the end (m then v; gathered from the shards with zero).
+struct RunOptions {
+  bool zero = false;
+  float clip = 1.0f;
+  gpt::FullMoments* moments = nullptr;
+  int64_t* moment_floats = nullptr;  // the floats of m this rank holds
+};
 std::vector<float> run(int rank, int ranks, int K, kernels::comm::Comm* comm, kernels::comm::AllreduceFn allreduce,
-                       std::vector<double>* losses = nullptr) {
+                       std::vector<double>* losses = nullptr, const RunOptions& ro = {}) {
   omp_set_num_threads(1);
   gpt::GPT m = gpt::gpt_create(tiny());
   gpt::gpt_init_weights(m, 5);
+  if (ro.zero) gpt::gpt_shard_optimizer(m, *comm);
+  if (ro.moment_floats != nullptr) *ro.moment_floats = static_cast<int64_t>(m.m_memory.size());
   auto be = gpt::make_backend("cpu");
   gpt::StepOptions o;
   o.lr = 1e-3f;
+  o.grad_clip = ro.clip;
   o.comm = comm;
   o.allreduce = allreduce;
   std::vector<std::vector<int32_t>> xs(static_cast<size_t>(K)), ys(static_cast<size_t>(K));
@@ -70,6 +81,11 @@ std::vector<float> run(int rank, int ranks, int K, kernels::comm::Comm* comm, ke
                             ys[static_cast<size_t>(k)]));
     const gpt::StepResult r = gpt::train_step(m, *be, micro, B, T, o);
     if (losses != nullptr) losses->push_back(r.loss);
+  }
+  if (ro.moments != nullptr) {
+    kernels::comm::Comm& c = *(comm != nullptr ? comm : kernels::comm::make_local_comm().release());
+    *ro.moments = gpt::gpt_gather_moments(m, c);
+    if (comm == nullptr) delete &c;
   }
   return std::vector<float>(m.params_memory.data(), m.params_memory.data() + m.params_memory.size());
 }
@@ -141,4 +157,74 @@ TEST_CASE("gpt data parallel: check_replicas passes equal weights and stops ever
       }
     }
   }
+}
+
+// ZeRO stage 1: the ring's reduce-scatter, AdamW on the own shard, the all-gather of the weights.
+// Without clipping every float goes through the same operations in the same order as plain
+// data parallelism with the ring all-reduce (the reduce-scatter's sums are the ring's, AdamW is
+// elementwise), so the weights and the gathered moments are the SAME bits. With clipping the
+// norm is summed shard by shard then across ranks, not over the whole buffer at once: the clip
+// factor differs in its last bits, and the weights by rounding (held to 1e-6; measured below).
+TEST_CASE("gpt ZeRO-1: sharded AdamW takes the ring data-parallel step, with 1 / N of the moments per rank",
+          "[gpt][comm][zero]") {
+  for (int ranks : {2, 3}) {
+    for (float clip : {0.0f, 0.05f}) {
+      const int K = 2;
+      std::vector<std::vector<float>> plain(static_cast<size_t>(ranks)), zero(static_cast<size_t>(ranks));
+      std::vector<gpt::FullMoments> plain_m(static_cast<size_t>(ranks)), zero_m(static_cast<size_t>(ranks));
+      std::vector<double> plain_loss, zero_loss, ignore;
+      std::vector<int64_t> floats(static_cast<size_t>(ranks));
+      kernels::comm::run_ranks(ranks, [&](kernels::comm::Comm& c) {
+        const size_t r = static_cast<size_t>(c.rank());
+        RunOptions po;
+        po.clip = clip;
+        po.moments = &plain_m[r];
+        plain[r] = run(c.rank(), ranks, K, &c, kernels::comm::allreduce_ring, r == 0 ? &plain_loss : &ignore, po);
+        RunOptions zo = po;
+        zo.zero = true;
+        zo.moments = &zero_m[r];
+        zo.moment_floats = &floats[r];
+        zero[r] = run(c.rank(), ranks, K, &c, kernels::comm::allreduce_ring, r == 0 ? &zero_loss : &ignore, zo);
+      });
+      INFO(ranks << " ranks, clip " << clip << ": max |ZeRO-1 - plain| " << max_diff(zero[0], plain[0]));
+      for (int r = 1; r < ranks; ++r) REQUIRE(zero[static_cast<size_t>(r)] == zero[0]);
+      const int64_t n = static_cast<int64_t>(plain[0].size());
+      int64_t held = 0;
+      for (int r = 0; r < ranks; ++r) {
+        // each rank's moments: its chunk of the ring, n / N floats (one more for the first n % N)
+        CHECK(floats[static_cast<size_t>(r)] == n / ranks + (((r + 1) % ranks) < n % ranks ? 1 : 0));
+        held += floats[static_cast<size_t>(r)];
+        CHECK(zero_m[static_cast<size_t>(r)].m == zero_m[0].m);
+      }
+      CHECK(held == n);  // every moment held once, by one rank
+      if (clip == 0.0f) {
+        CHECK(zero[0] == plain[0]);
+        CHECK(zero_m[0].m == plain_m[0].m);
+        CHECK(zero_m[0].v == plain_m[0].v);
+      } else {
+        CHECK(max_diff(zero[0], plain[0]) <= 1e-6);
+        CHECK(max_diff(zero_m[0].v, plain_m[0].v) <= 1e-9);
+      }
+      CHECK(max_diff(zero[0], run(0, 1, K, nullptr, kernels::comm::allreduce_ring)) > 0.0);  // it trained
+      for (size_t s = 0; s < plain_loss.size(); ++s) CHECK(zero_loss[s] == Approx(plain_loss[s]).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("gpt ZeRO-1: a sharded model refuses the unsharded step and a second sharding", "[gpt][comm][zero]") {
+  kernels::comm::run_ranks(2, [&](kernels::comm::Comm& c) {
+    gpt::GPT m = gpt::gpt_create(tiny());
+    gpt::gpt_shard_optimizer(m, c);
+    CHECK(m.sharded);
+    auto be = gpt::make_backend("cpu");
+    CHECK_THROWS_WITH(gpt::gpt_adamw_step(m, *be, {}, 1e-3f), Catch::Contains("sharded"));
+    CHECK_THROWS_WITH(gpt::gpt_shard_optimizer(m, c), Catch::Contains("already sharded"));
+    CHECK_THROWS_WITH(gpt::gpt_move_to(m, gpt::host_memory()), Catch::Contains("sharded"));
+  });
+  // one rank: nothing to shard
+  auto local = kernels::comm::make_local_comm();
+  gpt::GPT m = gpt::gpt_create(tiny());
+  gpt::gpt_shard_optimizer(m, *local);
+  CHECK_FALSE(m.sharded);
+  CHECK(static_cast<int64_t>(m.m_memory.size()) == m.num_params);
 }
