@@ -12,6 +12,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,10 +24,14 @@
 #include "gpt/backend_cuda.h"
 #include "gpt/cli.h"
 #include "gpt/hf_cli.h"
+#include "gpt/plan_cli.h"
 #include "gpt/train.h"
 #include "kernels/comm.h"
 #ifdef NNLAB_HAVE_MPI
 #include "kernels/comm_mpi.h"
+#endif
+#ifdef NNLAB_HAVE_NCCL
+#include "kernels/comm_nccl.h"
 #endif
 #include "lessons/01-neuron/neuron.h"
 #include "lessons/02-backprop/backprop.h"
@@ -41,6 +46,7 @@
 #include "lessons/11-modern/modern_lesson.h"
 #include "lessons/12-real-models/real_lesson.h"
 #include "lessons/13-control/control_lesson.h"
+#include "lessons/14-distributed/distributed_lesson.h"
 #include "kernels/cuda/bench/cublas.h"
 #include "lessons/common/cli.h"
 
@@ -105,6 +111,8 @@ const Command kCommands[] = {
      with_options(lesson12::add_options, lesson12::run)},
     {"lesson13", "Lesson 13: a network in the control loop; soft sensor, MPC, fault detection, C99 export",
      with_options(lesson13::add_options, lesson13::run)},
+    {"lesson14", "Lesson 14: beyond one machine; all-reduce, scaling on ranks, ZeRO-1, recomputation, the cluster model",
+     with_options(lesson14::add_options, lesson14::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},
     {"generate", "Generate text with any loaded model: a Hugging Face directory or a checkpoint (lesson 12)",
@@ -113,6 +121,8 @@ const Command kCommands[] = {
      with_options(gpt::add_perplexity_options, gpt::run_perplexity)},
     {"export-hf", "Write an nnlab checkpoint as a Hugging Face model directory (lesson 12)",
      with_options(gpt::add_export_hf_options, gpt::run_export_hf)},
+    {"plan", "Plan a run (lesson 14): memory per GPU, GPUs to train and to serve, all-reduce time over a link",
+     with_options(gpt::add_plan_options, gpt::run_plan)},
     {"check", "Check your exercises (exercises/), first failure first; hints, --watch, reports", with_options(app::add_check_options, app::run_check)},
     {"bench", "Benchmark kernels: validate every version, then time it, against measured ceilings",
      with_options(app::add_bench_options, app::run_bench)},
@@ -120,6 +130,35 @@ const Command kCommands[] = {
      with_subcommands(app::add_cuda_subcommands, app::run_cuda_command)},
     {"info", "Show what this build can do: compiler, SIMD, threads, CUDA", [](CLI::App&) { return Runner(app::run_info); }},
 };
+
+#ifdef NNLAB_HAVE_MPI
+// `gpt train --comm nccl` under mpirun (lesson 14): the MPI ranks vote first (a rank left on MPI
+// would wait for ever in an all-reduce the others make with NCCL), then each takes the GPU of its
+// rank on its node and NCCL starts over MPI. nullptr: the ranks stay on MPI (--comm mpi, or
+// another command). Throws with the reason when NCCL was asked for and cannot be had.
+std::unique_ptr<kernels::comm::Comm> nccl_comm_if_asked(kernels::comm::Comm& mpi, const CLI::App& train,
+                                                        const std::string& engine) {
+  float votes = train.parsed() && engine == "nccl" ? 1.0f : 0.0f;
+  mpi.allreduce_sum(&votes, 1);
+  if (votes == 0.0f) return nullptr;
+  if (votes != static_cast<float>(mpi.size())) {
+    throw std::runtime_error("--comm nccl was given to " + std::to_string(static_cast<int>(votes)) + " of the " +
+                             std::to_string(mpi.size()) + " ranks: start every rank with the same --comm");
+  }
+  const std::string backend = train.get_option("--backend")->as<std::string>();
+  if (backend != "cuda") {
+    throw std::runtime_error("--comm nccl sums the gradients in GPU memory: it goes with --backend cuda (this run: "
+                             "--backend " + backend + "); the host backends use --comm mpi");
+  }
+#ifdef NNLAB_HAVE_NCCL
+  return kernels::comm::make_nccl_comm(mpi, kernels::comm::launched_local_rank());
+#else
+  throw std::runtime_error("--comm nccl: this build has no NCCL engine (it needs CUDA, MPI and NCCL when cmake runs: "
+                           "NCCL from the CUDA toolkit, or .venv/bin/pip install nvidia-nccl-cu13; cmake's line "
+                           "'nnlab: NCCL ...' says what was missing). --comm mpi trains through host memory");
+#endif
+}
+#endif
 
 }  // namespace
 
@@ -135,6 +174,14 @@ int main(int argc, char** argv) {
     commands.emplace_back(cmd, c.mount(*cmd));
     names += (names.empty() ? "" : ", ") + std::string(c.name);
   }
+  // The data-parallel engine (lesson 14): a flag of `gpt train`, used here, where the ranks'
+  // Comm is made before the command runs (not in a config file: that is read too late for it).
+  std::string comm_engine = "mpi";
+  CLI::App* train_cmd = app.get_subcommand("gpt")->get_subcommand("train");
+  train_cmd->add_option("--comm", comm_engine, "Under mpirun (data parallel, lesson 14): mpi (the gradients summed "
+                        "in host memory, any backend) or nccl (with --backend cuda: one GPU per rank, summed by "
+                        "NCCL on the GPUs)")
+      ->check(CLI::IsMember({"mpi", "nccl"}))->capture_default_str()->configurable(false)->group("Training");
 
   // CLI11 reports an unknown first word only as "a subcommand is required"; name it.
   if (argc > 1 && argv[1][0] != '-') {
@@ -158,11 +205,21 @@ int main(int argc, char** argv) {
 
   // Started by mpirun (lesson 14): the ranks train together through MPI (gpt::set_process_comm).
   // A failing rank aborts them all: the others may be waiting for it in an all-reduce.
+  // With --comm nccl the ranks start over MPI, then train through NCCL (nccl_comm_if_asked).
   std::unique_ptr<kernels::comm::Comm> mpi;
+  std::unique_ptr<kernels::comm::Comm> nccl;  // declared after mpi: destroyed before MPI_Finalize
   if (kernels::comm::launched_ranks() > 1) {
 #ifdef NNLAB_HAVE_MPI
     mpi = kernels::comm::make_mpi_comm(&argc, &argv);
     gpt::set_process_comm(mpi.get());
+    try {
+      nccl = nccl_comm_if_asked(*mpi, *train_cmd, comm_engine);
+    } catch (const std::exception& e) {
+      // one write per rank, so that the ranks' lines do not interleave
+      std::cerr << "nnlab: rank " + std::to_string(mpi->rank()) + " of " + std::to_string(mpi->size()) + ": " + e.what() + "\n";
+      kernels::comm::mpi_abort(2);
+    }
+    if (nccl != nullptr) gpt::set_process_comm(nccl.get());
 #else
     std::cerr << "nnlab: started by mpirun as one of " << kernels::comm::launched_ranks()
               << " ranks, but this build has no MPI: every rank would train alone and write the same files. "
@@ -170,6 +227,9 @@ int main(int argc, char** argv) {
                  "scripts/setup.sh), re-run cmake and build again\n";
     return 2;
 #endif
+  } else if (train_cmd->parsed() && comm_engine == "nccl") {
+    std::cerr << "nnlab: --comm nccl: one process, nothing to sum across GPUs; start one rank per GPU with "
+                 "mpirun -np <GPUs> nnlab gpt train --backend cuda --comm nccl ...\n";
   }
   const int rc = lessons::run_guarded([&] {
     for (const auto& [cmd, run] : commands) {

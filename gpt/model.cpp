@@ -5,6 +5,7 @@
 #include "gpt/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -924,6 +925,9 @@ void sharded_step(GPT& model, Backend& be, const StepOptions& o, StepResult& r) 
   std::vector<float> host;
   float* grads = model.grads_memory.data();
   float* params = model.params_memory.data();
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
+  clock::time_point t = clock::now();
   if (!mem.is_host()) {
     host.resize(static_cast<size_t>(n));
     mem.to_host(host.data(), grads, static_cast<size_t>(n) * sizeof(float));
@@ -939,6 +943,7 @@ void sharded_step(GPT& model, Backend& be, const StepOptions& o, StepResult& r) 
   float sums[3] = {static_cast<float>(sq), 0.0f, static_cast<float>(r.loss / comm.size())};
   sums[1] = static_cast<float>(sq - static_cast<double>(sums[0]));
   kc::allreduce_ring(comm, sums, 3);
+  r.comm_ms = since(t);
   r.loss = sums[2];
   const double norm = std::sqrt(static_cast<double>(sums[0]) + static_cast<double>(sums[1]));
   NN_CHECK(std::isfinite(norm), "the gradient norm is " << norm << ": training diverged (try a lower learning rate "
@@ -961,6 +966,7 @@ void sharded_step(GPT& model, Backend& be, const StepOptions& o, StepResult& r) 
     offset += len;
   }
   // every rank's updated shard to every rank
+  t = clock::now();
   if (!mem.is_host()) {
     if (e > b) mem.to_host(host.data() + b, params + b, static_cast<size_t>(e - b) * sizeof(float));
     kc::all_gather_ring(comm, host.data(), n);
@@ -968,6 +974,7 @@ void sharded_step(GPT& model, Backend& be, const StepOptions& o, StepResult& r) 
   } else {
     kc::all_gather_ring(comm, params, n);
   }
+  r.comm_ms += since(t);
 }
 
 }  // namespace
@@ -979,11 +986,23 @@ StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& mi
   r.loss = accumulate_gradients(model, be, micro, B, T, o);
   if (model.sharded) {
     NN_CHECK(o.comm != nullptr, "train step: a model with a sharded optimizer (ZeRO-1) needs its ranks' Comm");
+    const auto w = std::chrono::steady_clock::now();
+    o.comm->barrier();
+    r.wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w).count();
     sharded_step(model, be, o, r);
     return r;
   }
+  if (o.comm != nullptr && o.comm->size() > 1) {  // the ranks in step: what follows is the transfer alone
+    const auto w = std::chrono::steady_clock::now();
+    o.comm->barrier();
+    r.wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w).count();
+  }
+  const auto t = std::chrono::steady_clock::now();
   r.loss = allreduce_gradients(o, model.grads_memory.memory(), model.grads_memory.data(),
                                static_cast<int64_t>(model.grads_memory.size()), r.loss);
+  if (o.comm != nullptr && o.comm->size() > 1) {
+    r.comm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  }
   r.grad_norm = gpt_clip_grad_norm(model, be, o.grad_clip);
   gpt_adamw_step(model, be, o.adamw, o.lr);
   return r;

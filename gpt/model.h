@@ -614,6 +614,10 @@ struct StepOptions {
 struct StepResult {
   double loss = 0.0;       // mean over the micro-batches (of every rank) of their mean loss
   float grad_norm = 0.0f;  // before clipping
+  // with N > 1 ranks: milliseconds waiting at a barrier for the slowest rank to finish its
+  // backward (load imbalance: one barrier's latency when none), then in the collectives (the
+  // all-reduce, or ZeRO-1's reduce-scatter, scalars and all-gather): the transfer itself
+  double wait_ms = 0.0, comm_ms = 0.0;
 };
 // For each micro-batch: forward (train mode), backward with dloss = 1/(K N) (K micro-batches,
 // N = o.comm's ranks or 1: the gradients ACCUMULATE this rank's share of the gradient of the

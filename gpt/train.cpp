@@ -926,9 +926,11 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     result.step_losses.push_back(static_cast<float>(loss));
     const double tok_s = static_cast<double>(B) * T * o.grad_accum * ranks / (ms / 1e3);  // all ranks' tokens
     const double mfu = peak > 0 ? tok_s / ranks * flops_tok / peak : 0.0;  // per rank, against rank 0's peak
-    log_write(nn::MetricsLog::Record().add("step", step + 1).add("split", "train").add("loss", loss)
-                  .add("lr", static_cast<double>(lr)).add("grad_norm", static_cast<double>(norm)).add("ms", ms)
-                  .add("tok_s", tok_s).add("mfu", mfu), step + 1);
+    nn::MetricsLog::Record rec = nn::MetricsLog::Record().add("step", step + 1).add("split", "train").add("loss", loss)
+                                     .add("lr", static_cast<double>(lr)).add("grad_norm", static_cast<double>(norm))
+                                     .add("ms", ms).add("tok_s", tok_s).add("mfu", mfu);
+    if (ranks > 1) rec.add("wait_ms", r.wait_ms).add("comm_ms", r.comm_ms);  // rank 0's (gpt/model.h StepResult)
+    log_write(rec, step + 1);
     if (!o.quiet) {
       std::vector<std::pair<std::string, std::string>> fields = {
           {"step", std::to_string(step + 1)}, {"loss", fmt(loss)}, {"tok/s", nn::format_si(tok_s)}};

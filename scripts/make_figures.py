@@ -1280,6 +1280,111 @@ def fig_lesson13_faults():
     return save(fig, "lesson13-faults", f"docs/benchmarks/{name} ({L13_COMMAND}; {machine(rec)})")
 
 
+# lesson 14: beyond one machine. One record (scripts/bench_lesson14.sh writes it; the parts'
+# fields are described in lessons/14-distributed/distributed_lesson.h):
+#   lesson14.json   nnlab lesson14 --json docs/benchmarks/lesson14.json
+#       {"schema": "nnlab-lesson14/1", "machine": {...}, "parts": {"link", "scaling", "predict", "zero", "recompute"}}
+L14_COMMAND = "scripts/bench_lesson14.sh"
+
+
+def _l14():
+    rec = load_json("lesson14.json")
+    return rec, rec["parts"]
+
+
+def fig_lesson14_link():
+    rec, parts = _l14()
+    p = plt()
+    fig, ax = p.subplots(figsize=(7, 4.2))
+    for t, color in zip(parts["link"]["transports"], ("tab:blue", "tab:orange", "tab:green", "tab:red")):
+        b = [s["bytes"] for s in t["sizes"]]
+        ax.loglog(b, [s["ring_ms"] for s in t["sizes"]], "o", color=color, label=f"{t['transport']}: ring, measured")
+        ax.loglog(b, [s["library_ms"] for s in t["sizes"]], "x", color=color, label=f"{t['transport']}: MPI_Allreduce")
+        ax.loglog(b, [s["model_ms"] for s in t["sizes"]], "-", color=color, lw=1,
+                  label=f"{t['transport']}: fit, {t['latency_s'] * 1e6:.1f} us + bytes / {t['bandwidth_Bps'] / 1e9:.2f} GB/s")
+    ax.set_xlabel("bytes all-reduced")
+    ax.set_ylabel("ms (median)")
+    ax.legend(fontsize=7)
+    ax.set_title("Lesson 14: the all-reduce between 2 ranks (tcp-limited: loopback held to "
+                 + ", ".join(f"{t['limit_gbit']:g} Gbit/s" for t in parts["link"]["transports"] if "limit_gbit" in t)
+                 + ") and the latency-bandwidth fit" + mode_tag(), fontsize=9)
+    fig.tight_layout()
+    return save(fig, "lesson14-link", f"docs/benchmarks/lesson14.json ({L14_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson14_scaling():
+    rec, parts = _l14()
+    runs = parts["scaling"]["runs"]
+    p = plt()
+    fig, axes = p.subplots(1, 2, figsize=(12, 4))
+    names = [r["name"].replace(", ", "\n") for r in runs]
+    xs = range(len(runs))
+    axes[0].bar(xs, [r["tok_s"] for r in runs], color=["0.6" if r["ranks"] == 1 else "tab:blue" for r in runs])
+    axes[0].set_ylabel("tokens/s (all ranks)")
+    compute = [r["ms"] - r["wait_ms"] - r["comm_ms"] for r in runs]
+    axes[1].bar(xs, compute, color="0.6", label="compute")
+    axes[1].bar(xs, [r["wait_ms"] for r in runs], bottom=compute, color="tab:orange", label="waiting for the slower rank")
+    axes[1].bar(xs, [r["comm_ms"] for r in runs], bottom=[r["ms"] - r["comm_ms"] for r in runs], color="tab:red",
+                label="all-reduce")
+    axes[1].set_ylabel("ms per step")
+    axes[1].legend(fontsize=7)
+    for ax in axes:
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(names, fontsize=7)
+    s = parts["scaling"]
+    fig.suptitle(f"Lesson 14: nanoGPT's CPU configuration on ranks; 2 ranks x 1 thread = "
+                 f"{100 * s.get('efficiency_vs_1x2', float('nan')):.0f}% of 1 rank x 2 threads" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return save(fig, "lesson14-scaling", f"docs/benchmarks/lesson14.json ({L14_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson14_predict():
+    rec, parts = _l14()
+    pr = parts["predict"]
+    p = plt()
+    fig, axes = p.subplots(1, len(pr["cases"]), figsize=(6 * len(pr["cases"]), 4), squeeze=False)
+    for ax, case in zip(axes[0], pr["cases"]):
+        ns = pr["ranks"]
+        ax.loglog(ns, ns, "k--", lw=0.8, label="ideal")
+        for link in case["links"]:
+            ax.loglog(ns, link["speedup"], "o-", ms=3, label=f"{link['link']} ({link['bandwidth_Bps'] / 1e9:.1f} GB/s)")
+        ax.set_xlabel("ranks N")
+        ax.set_ylabel("speed-up over one rank")
+        ax.set_title(case["name"], fontsize=8)
+        ax.legend(fontsize=7)
+    fig.suptitle("Lesson 14: the fitted model extrapolated (gradients all-reduced after the backward, no overlap)"
+                 + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return save(fig, "lesson14-predict", f"docs/benchmarks/lesson14.json ({L14_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson14_memory():
+    rec, parts = _l14()
+    p = plt()
+    fig, axes = p.subplots(1, 2, figsize=(12, 4))
+    z = parts["zero"]["rows"]
+    axes[0].plot([r["ranks"] for r in z], [r["max_bytes"] / 1e6 for r in z], "o", label="measured (largest rank)")
+    axes[0].plot([r["ranks"] for r in z], [r["plan_bytes"] / 1e6 for r in z], "-", lw=1, label="plan: 8 P / N")
+    axes[0].set_xlabel("ranks N")
+    axes[0].set_ylabel("AdamW moments per rank (MB)")
+    axes[0].set_title("ZeRO stage 1", fontsize=9)
+    axes[0].legend(fontsize=7)
+    rows = parts["recompute"]["rows"]
+    for mode, marker in ((False, "o"), (True, "s")):
+        pts = [r for r in rows if r["recompute"] == mode]
+        axes[1].plot([r["activation_bytes"] / 1e6 for r in pts], [r["ms"] for r in pts], marker + "-",
+                     label="recompute" if mode else "store")
+        for r in pts:
+            axes[1].annotate(f"L={r['layers']}", (r["activation_bytes"] / 1e6, r["ms"]), fontsize=7)
+    axes[1].set_xlabel("activation memory (MB)")
+    axes[1].set_ylabel("ms per training step")
+    axes[1].set_title("activation recomputation, per block", fontsize=9)
+    axes[1].legend(fontsize=7)
+    fig.suptitle("Lesson 14: memory against N and against time" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return save(fig, "lesson14-memory", f"docs/benchmarks/lesson14.json ({L14_COMMAND}; {machine(rec)})")
+
+
 # ------------------------------------------------------------------------------------------
 # name -> (function, the records it reads (docs/benchmarks/...), or the program it runs (a str))
 FIGURES = {
@@ -1315,6 +1420,10 @@ FIGURES = {
     "lesson13-mpc-metrics": (fig_lesson13_mpc_metrics, ["lesson13-mpc.json"]),
     "lesson13-soft-sensor": (fig_lesson13_soft_sensor, ["lesson13-soft-sensor.json", "lesson13/soft_sensor_test.csv"]),
     "lesson13-faults": (fig_lesson13_faults, ["lesson13-faults.json"]),
+    "lesson14-link": (fig_lesson14_link, ["lesson14.json"]),
+    "lesson14-scaling": (fig_lesson14_scaling, ["lesson14.json"]),
+    "lesson14-predict": (fig_lesson14_predict, ["lesson14.json"]),
+    "lesson14-memory": (fig_lesson14_memory, ["lesson14.json"]),
 }
 
 # Figures whose records are still being measured (issue 22: lesson 12's records are made where a

@@ -1,15 +1,17 @@
 // tests/mpi_allreduce_check.cpp: the ring all-reduce (kernels/comm.h v1, written over
 // MPI_Sendrecv) against MPI_Allreduce (v2), on the ranks mpirun started, then both timed.
 //
-//   mpirun -np 2 build/release/bin/nnlab_mpi_check [--quick]
+//   mpirun -np 2 build/release/bin/nnlab_mpi_check [--quick] [--json PATH]
 //
 // Checks, on every rank, for buffers of 1 float to 4M floats (--quick: 64K): on values whose
 // sums are exact in any order, both versions give the exact sum; on values that round, the ring
 // is within a few float steps of MPI's and every rank holds the same bits (each rank passes a
 // hash of its result to its right neighbour, which compares). Then times both (median of 9 after
 // 2 warm-up) and prints, on rank 0, the time and the "bus bandwidth" 2 (N - 1) / N x bytes / time
-// (what each rank sent, the quantity NCCL's tests report). Exit status 1 if any check fails on
-// any rank.
+// (what each rank sent, the quantity NCCL's tests report). --json PATH: rank 0 also writes the
+// timings as {"ranks", "engine", "sizes": [{"floats", "bytes", "ring_ms", "library_ms"}, ...]}:
+// what lesson 14's link part fits its latency and bandwidth to. Exit status 1 if any check
+// fails on any rank.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,7 +40,11 @@ uint64_t fnv(const std::vector<float>& v) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  for (int i = 1; i < argc; ++i) quick = quick || std::string(argv[i]) == "--quick";
+  std::string json;
+  for (int i = 1; i < argc; ++i) {
+    quick = quick || std::string(argv[i]) == "--quick";
+    if (std::string(argv[i]) == "--json" && i + 1 < argc) json = argv[++i];
+  }
   std::unique_ptr<kernels::comm::Comm> comm = kernels::comm::mpi_launched() ? kernels::comm::make_mpi_comm(&argc, &argv)
                                                                            : kernels::comm::make_local_comm();
   kernels::comm::Comm& c = *comm;
@@ -90,7 +96,8 @@ int main(int argc, char** argv) {
   if (r == 0) std::printf("checks: %s (%d failures over all ranks)\n", f == 0 ? "passed" : "FAILED", static_cast<int>(f));
 
   if (r == 0) std::printf("\n%12s %14s %14s %12s %12s\n", "floats", "ring ms", "MPI ms", "ring GB/s", "MPI GB/s");
-  for (int64_t n = 1024; n <= largest; n *= 16) {
+  std::string rows;
+  for (int64_t n = 256; n <= largest; n *= 4) {
     std::vector<float> buf(static_cast<size_t>(n), 1.0f);
     double ms[2];
     for (int k = 0; k < 2; ++k) {
@@ -110,6 +117,18 @@ int main(int argc, char** argv) {
     if (r == 0)
       std::printf("%12lld %14.4f %14.4f %12.2f %12.2f\n", static_cast<long long>(n), ms[0], ms[1], bus / ms[0] / 1e6,
                   bus / ms[1] / 1e6);
+    char row[200];
+    std::snprintf(row, sizeof row, "%s{\"floats\": %lld, \"bytes\": %lld, \"ring_ms\": %.6g, \"library_ms\": %.6g}",
+                  rows.empty() ? "" : ", ", static_cast<long long>(n), static_cast<long long>(n * 4), ms[0], ms[1]);
+    rows += row;
+  }
+  if (r == 0 && !json.empty()) {
+    std::FILE* out = std::fopen(json.c_str(), "w");
+    if (out == nullptr || std::fprintf(out, "{\"ranks\": %d, \"engine\": \"%s\", \"sizes\": [%s]}\n", N, c.name().c_str(),
+                                       rows.c_str()) < 0 || std::fclose(out) != 0) {
+      std::printf("FAIL: cannot write %s\n", json.c_str());
+      return 1;
+    }
   }
   return f == 0 ? 0 : 1;
 }
