@@ -42,7 +42,8 @@ struct Options {
   std::string data;     // --data for the training runs (empty: the trainer's default search)
   int steps = 60;       // scaling: steps per run (the first 10 are not timed)
   int repeats = 3;      // scaling: runs of each configuration, interleaved
-  double slow_link_gbit = 1.0;  // link: the rate-limited loopback's rate (0: none; needs root and iproute2)
+  double slow_link_gbit = 1.0;  // link: the rate-limited loopback's rate (0: none; needs root and
+                                // iproute2; not under --quick)
   std::string gpu_record = "docs/benchmarks/gpt-cuda-nvidia-h100-80gb-hbm3.json";  // predict's GPU step
 };
 
