@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,9 +84,8 @@ std::vector<float> run(int rank, int ranks, int K, kernels::comm::Comm* comm, ke
     if (losses != nullptr) losses->push_back(r.loss);
   }
   if (ro.moments != nullptr) {
-    kernels::comm::Comm& c = *(comm != nullptr ? comm : kernels::comm::make_local_comm().release());
-    *ro.moments = gpt::gpt_gather_moments(m, c);
-    if (comm == nullptr) delete &c;
+    std::unique_ptr<kernels::comm::Comm> local = kernels::comm::make_local_comm();  // (unsharded: not used)
+    *ro.moments = gpt::gpt_gather_moments(m, comm != nullptr ? *comm : *local);
   }
   return std::vector<float>(m.params_memory.data(), m.params_memory.data() + m.params_memory.size());
 }

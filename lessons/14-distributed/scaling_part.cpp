@@ -359,6 +359,7 @@ int run_predict_part(const Options& opts) {
       std::printf("%-8s", L.name.c_str());
       rec << (li ? ", " : "") << "{\"link\": \"" << L.name << "\", \"bandwidth_Bps\": " << jnum(L.bandwidth_Bps())
           << ", \"latency_s\": " << jnum(L.latency_s) << ", \"speedup\": [";
+      std::vector<double> mfu;
       for (size_t k = 0; k < ns.size(); ++k) {
         gpt::plan::StepInput in;
         in.compute_s = c.compute_s;
@@ -371,9 +372,17 @@ int run_predict_part(const Options& opts) {
         const gpt::plan::StepPrediction p = gpt::plan::predict_step(in);
         std::printf(" %10.1f", ns[k] * p.efficiency);
         rec << (k ? ", " : "") << jnum(ns[k] * p.efficiency);
+        mfu.push_back(p.mfu);
+      }
+      rec << "]";
+      if (c.peak > 0) {  // MFU: each rank's FLOPs over its peak, the step now longer by the all-reduce
+        std::printf("   MFU %.1f%% -> %.1f%% at N=%d", 100 * mfu.front(), 100 * mfu.back(), ns.back());
+        rec << ", \"mfu\": [";
+        for (size_t k = 0; k < mfu.size(); ++k) rec << (k ? ", " : "") << jnum(mfu[k]);
+        rec << "]";
       }
       std::printf("\n");
-      rec << "]}";
+      rec << "}";
     }
     rec << "]}";
   }
