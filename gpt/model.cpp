@@ -984,25 +984,25 @@ StepResult train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& mi
   StepResult r;
   gpt_zero_grad(model);
   r.loss = accumulate_gradients(model, be, micro, B, T, o);
-  if (model.sharded) {
-    NN_CHECK(o.comm != nullptr, "train step: a model with a sharded optimizer (ZeRO-1) needs its ranks' Comm");
+  NN_CHECK(!model.sharded || o.comm != nullptr,
+           "train step: a model with a sharded optimizer (ZeRO-1) needs its ranks' Comm");
+  const bool multi_rank = o.comm != nullptr && o.comm->size() > 1;
+  auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
+  if (multi_rank) {  // the ranks in step: what follows is the transfer alone
     const auto w = std::chrono::steady_clock::now();
     o.comm->barrier();
-    r.wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w).count();
+    r.wait_ms = ms_since(w);
+  }
+  if (model.sharded) {
     sharded_step(model, be, o, r);
     return r;
-  }
-  if (o.comm != nullptr && o.comm->size() > 1) {  // the ranks in step: what follows is the transfer alone
-    const auto w = std::chrono::steady_clock::now();
-    o.comm->barrier();
-    r.wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w).count();
   }
   const auto t = std::chrono::steady_clock::now();
   r.loss = allreduce_gradients(o, model.grads_memory.memory(), model.grads_memory.data(),
                                static_cast<int64_t>(model.grads_memory.size()), r.loss);
-  if (o.comm != nullptr && o.comm->size() > 1) {
-    r.comm_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-  }
+  if (multi_rank) r.comm_ms = ms_since(t);
   r.grad_norm = gpt_clip_grad_norm(model, be, o.grad_clip);
   gpt_adamw_step(model, be, o.adamw, o.lr);
   return r;

@@ -18,6 +18,7 @@
 #include "gpt/model.h"
 #include "gpt/plan.h"
 #include "gpt/train.h"
+#include "kernels/harness.h"
 #include "lessons/14-distributed/distributed_lesson.h"
 #include "nn/check.h"
 
@@ -27,12 +28,7 @@ using nlohmann::json;
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using kernels::harness::median_of;
 
 json read_json(const std::string& path) {
   std::ifstream f(path);
@@ -231,10 +227,10 @@ int run_scaling_part(const Options& opts) {
         comm.push_back(r.value("comm_ms", 0.0));
       }
       NN_CHECK(!tok.empty(), "scaling: " << dir << "/log.jsonl has no timed steps");
-      stats[c.name].tok_s.push_back(median(tok));
-      stats[c.name].ms.push_back(median(ms));
-      stats[c.name].wait_ms.push_back(median(wait));
-      stats[c.name].comm_ms.push_back(median(comm));
+      stats[c.name].tok_s.push_back(median_of(tok));
+      stats[c.name].ms.push_back(median_of(ms));
+      stats[c.name].wait_ms.push_back(median_of(wait));
+      stats[c.name].comm_ms.push_back(median_of(comm));
     }
   }
   const gpt::TrainOptions to;  // the trainer's defaults: nanoGPT's CPU configuration
@@ -260,7 +256,7 @@ int run_scaling_part(const Options& opts) {
   for (const RunConfig& c : configs) {
     if (stats.count(c.name) == 0) continue;
     const RunStats& s = stats[c.name];
-    const double t = median(s.tok_s), ms = median(s.ms), wt = median(s.wait_ms), cm = median(s.comm_ms);
+    const double t = median_of(s.tok_s), ms = median_of(s.ms), wt = median_of(s.wait_ms), cm = median_of(s.comm_ms);
     tok[c.name] = t;
     compute[c.name] = ms - wt - cm;
     std::printf("%-36s %10.0f %10.2f %11.2f %10.3f %10.3f\n", c.name.c_str(), t, ms, ms - wt - cm, wt, cm);
@@ -273,7 +269,7 @@ int run_scaling_part(const Options& opts) {
   }
   rec << "]";
   shared().have_scaling = true;
-  shared().cpu_step_s = median(stats["1 rank x 1 thread"].ms) / 1e3;
+  shared().cpu_step_s = median_of(stats["1 rank x 1 thread"].ms) / 1e3;
   shared().cpu_grad_bytes = grad_bytes;
   shared().cpu_flops_per_step = gpt::flops_per_token(cfg, cfg.block_size) * to.batch_size * cfg.block_size;
   if (mpi) {
@@ -283,15 +279,15 @@ int run_scaling_part(const Options& opts) {
                 "1 rank x 1 thread (the ideal)\n", 100 * eff, eff >= 0.85 ? "PASS" : "FAIL", 100 * two / (2 * one1));
     // where the rest goes: against the ideal (each rank as fast as one rank alone, no exchange)
     const std::string lib = "2 ranks x 1 thread, MPI_Allreduce";
-    const double alone = compute["1 rank x 1 thread"], step2 = median(stats[lib].ms);
+    const double alone = compute["1 rank x 1 thread"], step2 = median_of(stats[lib].ms);
     std::printf("against the ideal, per step of %.2f ms: compute %.2f ms (1 rank alone: %.2f ms; +%.2f ms when two run "
                 "at once: they share the memory system and the L3), waiting %.3f ms, all-reduce %.3f ms\n",
-                step2, compute[lib], alone, compute[lib] - alone, median(stats[lib].wait_ms), median(stats[lib].comm_ms));
+                step2, compute[lib], alone, compute[lib] - alone, median_of(stats[lib].wait_ms), median_of(stats[lib].comm_ms));
     rec << ", \"efficiency_vs_1x2\": " << jnum(eff) << ", \"efficiency_vs_ideal\": " << jnum(two / (2 * one1))
         << ", \"goal\": 0.85, \"goal_met\": " << (eff >= 0.85 ? "true" : "false");
     if (shared().have_link) {
       const double model_ms = 1e3 * gpt::plan::ring_allreduce_seconds(grad_bytes, 2, shared().bandwidth_Bps, shared().latency_s);
-      const double ring_ms = median(stats["2 ranks x 1 thread, ring"].comm_ms);
+      const double ring_ms = median_of(stats["2 ranks x 1 thread, ring"].comm_ms);
       std::printf("the link model predicts %.3f ms for the ring all-reduce of the gradients; the trainer measured %.3f ms "
                   "in it (after the barrier: the transfer alone) = %.2fx the model\n", model_ms, ring_ms, ring_ms / model_ms);
       rec << ", \"ring_comm_model_ms\": " << jnum(model_ms) << ", \"ring_comm_measured_ms\": " << jnum(ring_ms);
