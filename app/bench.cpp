@@ -99,6 +99,12 @@ int run_bench(const BenchOptions& opts) {
   std::cout << ceilings.flops_1t / 1e9 << " GFLOP/s and " << ceilings.bw_1t / 1e9 << " GB/s on 1 thread, "
             << ceilings.flops_all / 1e9 << " GFLOP/s and " << ceilings.bw_all / 1e9 << " GB/s on "
             << ceilings.threads_all << "\n";
+  for (const h::OpBench* op : chosen)  // int8 ops: their own roof (2 ops per int8 multiply-add)
+    if (op->name == "int8_gemm")
+      std::cout << "int8 peak (" << kernels::int8_peak_method() << "): "
+                << kernels::measure_int8_peak(1, copts.seconds) / 1e9 << " GOP/s on 1 thread, "
+                << kernels::measure_int8_peak(ceilings.threads_all, copts.seconds) / 1e9 << " GOP/s on "
+                << ceilings.threads_all << "\n";
 
   std::vector<h::Result> results;
   for (const h::OpBench* op : chosen) {

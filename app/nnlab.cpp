@@ -20,6 +20,7 @@
 #include "app/bench.h"
 #include "app/check.h"
 #include "app/cuda.h"
+#include "app/energy.h"
 #include "app/info.h"
 #include "gpt/backend_cuda.h"
 #include "gpt/cli.h"
@@ -47,6 +48,7 @@
 #include "lessons/12-real-models/real_lesson.h"
 #include "lessons/13-control/control_lesson.h"
 #include "lessons/14-distributed/distributed_lesson.h"
+#include "lessons/15-compression/compression_lesson.h"
 #include "kernels/cuda/bench/cublas.h"
 #include "lessons/common/cli.h"
 
@@ -113,6 +115,8 @@ const Command kCommands[] = {
      with_options(lesson13::add_options, lesson13::run)},
     {"lesson14", "Lesson 14: beyond one machine; all-reduce, scaling on ranks, ZeRO-1, recomputation, the cluster model",
      with_options(lesson14::add_options, lesson14::run)},
+    {"lesson15", "Lesson 15: compression that changes the arithmetic; int8 GEMM, SmoothQuant W8A8, GPTQ, BitNet, energy",
+     with_options(lesson15::add_options, lesson15::run)},
     {"gpt", "The GPT trainer and sampler (lessons 07-08): train, sample, bench, diff",
      with_subcommands(gpt::add_gpt_subcommands, gpt::run_gpt_command)},
     {"generate", "Generate text with any loaded model: a Hugging Face directory or a checkpoint (lesson 12)",
@@ -128,6 +132,8 @@ const Command kCommands[] = {
      with_options(app::add_bench_options, app::run_bench)},
     {"cuda", "The CUDA kernels (lesson 09): which device, benchmark every version, check the goals",
      with_subcommands(app::add_cuda_subcommands, app::run_cuda_command)},
+    {"energy", "Energy counters (RAPL, NVML): what each reads or why not; --run measures a command's joules",
+     with_options(app::add_energy_options, app::run_energy)},
     {"info", "Show what this build can do: compiler, SIMD, threads, CUDA", [](CLI::App&) { return Runner(app::run_info); }},
 };
 

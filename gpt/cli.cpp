@@ -67,6 +67,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--zero", o.zero, "Under mpirun: 1 shards AdamW's moments across the ranks (ZeRO stage 1: "
                  "reduce-scatter, update the own shard, all-gather the weights); 0 every rank holds them all")
       ->check(CLI::Range(0, 1))->capture_default_str()->group(t);
+  app.add_flag("--ternary", o.ternary, "BitNet b1.58 (lesson 15): train every block Linear ternary, "
+               "clamp(round(W / mean|W|), -1, 1) mean|W|, with the straight-through estimator; checkpoints hold the "
+               "fp32 latents")->group(t);
   app.add_flag("--recompute", o.recompute, "Activation recomputation: keep each block's output, recompute its "
                "inside in the backward (less memory, about a third more arithmetic)")->group(t);
   app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str()->group(t);

@@ -1,5 +1,5 @@
 // gpt/infer.h: generating text fast (lesson 10). A trained GPT's weights packed for
-// inference (fp32, bf16, int8, int4 or 2:4-sparse: kernels/weight_format.h), and a Decoder
+// inference (fp32, bf16, int8, int4, 2:4-sparse or w8a8: kernels/weight_format.h), and a Decoder
 // that keeps the keys and values of past positions (the KV cache) so each new token costs
 // one row of every op instead of a forward over the whole context.
 //
@@ -72,7 +72,9 @@ InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory
 // the float model a quantised decoder must match, and what gpt_forward evaluates to give the
 // validation loss of a format. (wte is used for the lookup too: the quantised head and the
 // lookup then read the same rounded table; the Decoder looks up its own fp32 wte, so its
-// logits match this model's to the head's rounding only, as the tests allow.)
+// logits match this model's to the head's rounding only, as the tests allow.) w8a8 stores
+// int8's weights, so its copy is int8's: the activations' per-token rounding happens inside
+// the Decoder's matvecs only, and gpt_forward on this copy does not see it.
 GPT dequantized_copy(const GPT& model, kernels::WeightFormat format);
 
 class Decoder {

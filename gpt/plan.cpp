@@ -141,7 +141,8 @@ double serving_bytes_per_param(kernels::WeightFormat f, int cols) {
   switch (f) {
     case kernels::WeightFormat::f32: return 4.0;
     case kernels::WeightFormat::bf16: return 2.0;
-    case kernels::WeightFormat::int8: return 1.0 + (cols > 0 ? 4.0 / cols : 0.0);  // + a scale per row
+    case kernels::WeightFormat::int8:
+    case kernels::WeightFormat::w8a8: return 1.0 + (cols > 0 ? 4.0 / cols : 0.0);  // + a scale per row
     case kernels::WeightFormat::int4: return 0.5 + 4.0 / kernels::kInt4Group;     // + a scale per 32
     case kernels::WeightFormat::sparse24: return 2.0 + 1.0 / 8.0;                 // half the floats + index
   }

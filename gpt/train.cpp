@@ -12,6 +12,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "gpt/compress.h"
 #include "kernels/ceilings.h"
 #include "nn/check.h"
 #include "nn/checkpoint.h"
@@ -168,6 +169,7 @@ void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVo
       {"best_val_loss", std::isfinite(state.best_val_loss) ? fmt(state.best_val_loss, 6) : kNoBestLoss},
       {"corpus", state.corpus},
   };
+  if (state.ternary) meta["ternary"] = "1";  // BitNet latents (gpt/compress.h); absent otherwise
   // nn::save_safetensors refuses a non-finite value in any tensor (and leaves the old file)
   nn::save_safetensors(path, refs, meta);
 }
@@ -249,6 +251,11 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory) {
                             ? std::numeric_limits<float>::infinity()
                             : static_cast<float>(nn::parse_finite(best, where + ": metadata 'best_val_loss' (or \"none\")", 0.0, 1e9));
   state.corpus = meta("corpus");
+  if (optional("ternary")) {
+    NN_CHECK(meta("ternary") == "0" || meta("ternary") == "1",
+             where << ": metadata 'ternary' must be 0 or 1, got '" << meta("ternary") << "'" << damaged);
+    state.ternary = meta("ternary") == "1";
+  }
   const long long adam_t = int_of("adam_t", 0, 100000000);
 
   // The tensors must be exactly the ones the config names, with its shapes, checked
@@ -675,6 +682,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
   // model: new, or resumed with its vocabulary, config, weights and AdamW state
   TrainState state;
   state.corpus = corpus.path;
+  state.ternary = o.ternary;
   GPT model;
   nn::CharVocab vocab = corpus.vocab;
   LastGood last_good;
@@ -689,6 +697,10 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
                                                         << " and --max-iters is " << o.max_iters
                                                         << ": nothing left to train; raise --max-iters");
     model = std::move(ck.model);
+    NN_CHECK(ck.state.ternary == o.ternary,
+             "checkpoint " << o.resume << (ck.state.ternary ? " holds BitNet latent weights (trained with --ternary): resume "
+                                                                "with --ternary"
+                                                              : " was trained in fp32: resume without --ternary"));
     state = ck.state;
     last_good.path = o.resume;
     last_good.step = state.step;
@@ -750,6 +762,10 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
        << "; replicas checked equal at every evaluation\n";
   }
   if (o.recompute) os << "activation recomputation: each block's output kept, its inside recomputed in the backward\n";
+  if (o.ternary && !o.quiet && lead) {
+    os << "ternary (BitNet b1.58): the block Linears run as clamp(round(W / mean|W|), -1, 1) mean|W|, trained with the "
+          "straight-through estimator on fp32 latents (what the checkpoints hold); evaluations use the ternary weights\n";
+  }
 
   // MFU: achieved FLOP/s over the peak measured now on what the backend runs on (the
   // lesson-03 FMA loop on the CPU; the FMA kernel or the tensor-core gemm on a GPU)
@@ -838,8 +854,17 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     if (comm != nullptr) check_replicas(model, *comm, step);
     if (model.sharded && step > 0) gathered = gpt_gather_moments(model, *comm);  // every rank takes part
     if (!lead) return;  // rank 0 evaluates; the others go on to the next step's all-reduce
+    // --ternary: the model holds the latents; what it computes is their ternary rounding
+    std::vector<float> latents;
+    if (o.ternary) {
+      latents = model.params_memory.to_vector();
+      std::vector<float> tern = latents;
+      ternarize_params(tern, model);
+      model.params_memory.upload(tern.data(), tern.size());
+    }
     const float tl = evaluate(model, *be, corpus.train, B, T, o.eval_iters, o.seed, kEvalTrain);
     const float vl = evaluate(model, *be, corpus.val, B, T, o.eval_iters, o.seed, kEvalVal);
+    if (o.ternary) model.params_memory.upload(latents.data(), latents.size());
     result.final_train_loss = tl;
     result.final_val_loss = vl;
     log_write(nn::MetricsLog::Record().add("step", step).add("split", "eval").add("train_loss", static_cast<double>(tl))
@@ -912,7 +937,8 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     };
     StepResult r;
     try {
-      r = train_step(model, *be, micro_batches, B, T, step_options);
+      r = o.ternary ? ternary_train_step(model, *be, micro_batches, B, T, step_options)
+                    : train_step(model, *be, micro_batches, B, T, step_options);
     } catch (const nn::Error& e) {
       if (dumping) throw;
       // a loss or gradient norm that is not finite
@@ -969,6 +995,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
                                                                                  : std::string();
     GPT sampled;
     if (!from.empty()) sampled = load_checkpoint(from, be->memory()).model;
+    if (o.ternary) sampled = ternary_copy(from.empty() ? model : sampled);  // what a --ternary model computes
     SampleOptions so;
     so.prompt = prompt;
     so.tokens = o.sample_tokens;
@@ -977,7 +1004,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     so.seed = o.seed;
     os << "\n---- sample (temperature " << o.temperature << (o.top_k > 0 ? ", top-k " + std::to_string(o.top_k) : "")
        << ", from " << (from.empty() ? "the model in memory (no checkpoint written)" : from) << ") ----\n"
-       << prompt << sample(from.empty() ? model : sampled, *be, vocab, so) << "\n----\n";
+       << prompt << sample(from.empty() && !o.ternary ? model : sampled, *be, vocab, so) << "\n----\n";
   }
   return result;
 }

@@ -75,6 +75,11 @@ struct TrainOptions {
   // ways to spend time or traffic on memory. Neither changes what is trained beyond rounding.
   int zero = 0;
   bool recompute = false;
+  // BitNet b1.58 (lesson 15, gpt/compress.h): every block Linear trained ternary with the
+  // straight-through estimator (ternary_train_step): the model and its checkpoints hold the fp32
+  // latent weights, the forward and backward see clamp(round(W / mean|W|), -1, 1) mean|W|;
+  // evaluations run the ternary weights. Activations stay fp32 (b1.58's int8 activations: not yet).
+  bool ternary = false;
   // The flags given on the command line or in the config file ("n-layer", "prompt", ...),
   // as add_train_flags records them: --resume refuses a model flag that contradicts the
   // checkpoint, and a default --prompt may be replaced where an explicit one may not.
@@ -111,6 +116,7 @@ struct TrainState {
   // best validation loss so far; infinity: none yet ("none" in the metadata)
   float best_val_loss = std::numeric_limits<float>::infinity();
   std::string corpus;  // what it was trained on
+  bool ternary = false;  // trained with --ternary: the weights are BitNet latents ("ternary" = "1")
 };
 // Writes params under their ParamSlice names, plus (with_optimizer) AdamW's moments as
 // "adam.m.<name>" / "adam.v.<name>"; metadata: the config, the vocabulary, adam_t and the

@@ -42,6 +42,57 @@ float fma_loop(int64_t iters, float seed) {
   return V::sum(total);
 }
 
+// ---- peak int8 ops/s ------------------------------------------------------------------
+// The same idea for integer dot products: kChains independent accumulators, each updated by
+// one dot-product step per iteration. Inputs are fixed small bytes (1 x 1), so the int32
+// sums grow by a known amount and never overflow within the iteration counts used.
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+constexpr double kInt8OpsPerStep = 2.0 * 64;  // vpdpbusd zmm: 64 u8 x s8 multiply-adds
+int64_t int8_loop(int64_t iters, int seed) {
+  __m512i acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(seed + c);
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(static_cast<char>(seed & 1));
+  for (int64_t i = 0; i < iters; ++i)
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], a, b);
+  __m512i total = acc[0];
+  for (int c = 1; c < kChains; ++c) total = _mm512_add_epi32(total, acc[c]);
+  return _mm512_reduce_add_epi32(total);
+}
+#elif defined(__AVX2__)
+constexpr double kInt8OpsPerStep = 2.0 * 32;  // vpmaddubsw ymm: 32 multiply-adds (+ madd, add)
+int64_t int8_loop(int64_t iters, int seed) {
+  __m256i acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_epi32(seed + c);
+  const __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(static_cast<char>(seed));
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t i = 0; i < iters; ++i)
+    for (int c = 0; c < kChains; ++c)
+      // b's bytes taken from the accumulator itself: otherwise maddubs(a, b) is loop-invariant
+      // and the compiler computes it once. Values wrap (integers): only the timing matters.
+      acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_xor_si256(acc[c], b)), ones));
+  __m256i total = acc[0];
+  for (int c = 1; c < kChains; ++c) total = _mm256_add_epi32(total, acc[c]);
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
+  int64_t s = 0;
+  for (int32_t v : lanes) s += v;
+  return s;
+}
+#else
+constexpr double kInt8OpsPerStep = 2.0;  // one scalar int8 multiply-add per chain step
+int64_t int8_loop(int64_t iters, int seed) {
+  int32_t acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = seed + c;
+  volatile int8_t vb = static_cast<int8_t>(seed & 1);  // not a constant the compiler folds
+  const int32_t b = vb;
+  for (int64_t i = 0; i < iters; ++i)  // a taken from the accumulator: no loop-invariant product
+    for (int c = 0; c < kChains; ++c) acc[c] += static_cast<int8_t>(acc[c] & 0x7F) * b;
+  int64_t s = 0;
+  for (int32_t v : acc) s += v;
+  return s;
+}
+#endif
+
 // ---- STREAM triad ---------------------------------------------------------------------
 void triad(float* a, const float* b, const float* c, float s, int64_t n) {
 #pragma omp for schedule(static)
@@ -72,6 +123,40 @@ double measure_fma_peak(int threads, double seconds) {
     const double dt = now_seconds() - t0;
     sink = sink + local_sink;
     best = std::max(best, flops_per_iter * static_cast<double>(iters) * threads / dt);
+  }
+  return best;
+}
+
+const char* int8_peak_method() {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  return "AVX-512 VNNI vpdpbusd";
+#elif defined(__AVX2__)
+  return "AVX2 vpmaddubsw+vpmaddwd";
+#else
+  return "scalar int32";
+#endif
+}
+
+double measure_int8_peak(int threads, double seconds) {
+  const double ops_per_iter = kInt8OpsPerStep * kChains;
+  int64_t iters = 1 << 14;
+  volatile int64_t sink = 0;
+  for (;;) {  // calibrate: one run about a tenth of the budget (and < 2^24 steps: no overflow)
+    const double t0 = now_seconds();
+    sink = sink + int8_loop(iters, 1);
+    if (now_seconds() - t0 > seconds / 10 || iters >= (int64_t{1} << 22)) break;
+    iters *= 2;
+  }
+  double best = 0.0;
+  const double start = now_seconds();
+  while (now_seconds() - start < seconds || best == 0.0) {
+    int64_t local_sink = 0;
+    const double t0 = now_seconds();
+#pragma omp parallel num_threads(threads) reduction(+ : local_sink)
+    local_sink += int8_loop(iters, 1 + omp_get_thread_num());
+    const double dt = now_seconds() - t0;
+    sink = sink + local_sink;
+    best = std::max(best, ops_per_iter * static_cast<double>(iters) * threads / dt);
   }
   return best;
 }

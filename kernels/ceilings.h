@@ -42,6 +42,12 @@ Ceilings measure_ceilings(const CeilingOptions& opts = {});
 // The two micro-benchmarks on their own: FLOP/s and bytes/s with `threads` threads.
 double measure_fma_peak(int threads, double seconds);
 double measure_triad_bandwidth(int threads, size_t bytes_per_array, double seconds);
+// Peak int8 multiply-add throughput in ops/s (2 per multiply-add, like an FMA's 2 FLOPs) with
+// `threads` threads: independent accumulator chains of the best int8 dot-product instruction
+// the build has (int8_peak_method() names it: AVX-512 VNNI vpdpbusd, else AVX2 vpmaddubsw +
+// vpmaddwd + vpaddd, else scalar int32 multiply-adds). The roof kernels/int8_gemm.h aims at.
+double measure_int8_peak(int threads, double seconds);
+const char* int8_peak_method();
 
 // The last-level cache in bytes (from the OS; 32 MiB if it will not say).
 size_t last_level_cache_bytes();

@@ -9,7 +9,12 @@
 
 #include <omp.h>
 
+#include "kernels/int8_gemm.h"
 #include "kernels/simd.h"
+
+#if defined(__AVX2__) || (defined(__AVX512VNNI__) && defined(__AVX512BW__))
+#include <immintrin.h>
+#endif
 
 namespace kernels {
 
@@ -21,7 +26,9 @@ float weight_at(const WeightsView& w, int r, int c) {
   switch (w.format) {
     case WeightFormat::f32: return static_cast<const float*>(w.data)[i];
     case WeightFormat::bf16: return bf16_to_float(static_cast<const uint16_t*>(w.data)[i]);
-    case WeightFormat::int8: return w.scales[r] * static_cast<float>(static_cast<const int8_t*>(w.data)[i]);
+    case WeightFormat::int8:
+    case WeightFormat::w8a8:  // int8's storage; only the matvec's arithmetic differs
+      return w.scales[r] * static_cast<float>(static_cast<const int8_t*>(w.data)[i]);
     case WeightFormat::int4: {
       const uint8_t byte = static_cast<const uint8_t*>(w.data)[i / 2];
       const int q = ((c & 1) ? (byte >> 4) : (byte & 0xF)) - 8;
@@ -70,7 +77,8 @@ WeightFormat parse_format(const std::string& name) {
   if (name == "int8") return WeightFormat::int8;
   if (name == "int4") return WeightFormat::int4;
   if (name == "sparse24") return WeightFormat::sparse24;
-  throw std::invalid_argument("unknown weight format '" + name + "': use fp32, bf16, int8, int4 or sparse24");
+  if (name == "w8a8") return WeightFormat::w8a8;
+  throw std::invalid_argument("unknown weight format '" + name + "': use fp32, bf16, int8, int4, sparse24 or w8a8");
 }
 
 uint16_t float_to_bf16(float x) {
@@ -132,7 +140,8 @@ PackedWeights pack_weights(const float* w, int rows, int cols, WeightFormat f) {
       for (size_t i = 0; i < n; ++i) out[i] = float_to_bf16(w[i]);
       break;
     }
-    case WeightFormat::int8: {
+    case WeightFormat::int8:
+    case WeightFormat::w8a8: {  // the same bytes: w8a8 differs in the matvec only
       auto* out = reinterpret_cast<int8_t*>(p.data.data());
       for (int r = 0; r < rows; ++r) {
         const float* row = w + static_cast<size_t>(r) * static_cast<size_t>(cols);
@@ -192,7 +201,37 @@ void unpack_weights(const WeightsView& w, float* out) {
     for (int c = 0; c < w.cols; ++c) out[static_cast<size_t>(r) * static_cast<size_t>(w.cols) + static_cast<size_t>(c)] = weight_at(w, r, c);
 }
 
+// ---- w8a8: integer arithmetic ----------------------------------------------------------------------
+// y[b, r] = s_x[b] * s_w[r] * sum_c qx[b, c] q[r, c] + bias[r]: x quantised per input row
+// (per token) by quantize_rows_int8, the sum exact in int32. Every version computes the same
+// int32 sums (integers), and all of them turn a sum into y with this one function, compiled
+// once (noinline: the same instructions, so no version can contract it into an FMA where
+// another does not): the versions agree bit for bit.
+namespace {
+[[gnu::noinline]] float w8a8_output(float sx, float sw, int32_t dot, const float* bias, int r) {
+  const float v = sx * sw * static_cast<float>(dot);
+  return bias != nullptr ? v + bias[r] : v;
+}
+}  // namespace
+
 void matvec_v1(float* y, const float* x, const WeightsView& w, const float* bias, int n) {
+  if (w.format == WeightFormat::w8a8) {  // quantise x, then plain integer dot products
+    const auto ucols = static_cast<size_t>(w.cols);
+    std::vector<int8_t> qx(ucols);
+    const auto* q = static_cast<const int8_t*>(w.data);
+    for (int b = 0; b < n; ++b) {
+      float sx = 0.0f;
+      quantize_rows_int8(x + static_cast<size_t>(b) * ucols, 1, w.cols, qx.data(), &sx);
+      for (int r = 0; r < w.rows; ++r) {
+        int32_t dot = 0;
+        for (size_t c = 0; c < ucols; ++c)
+          dot += static_cast<int32_t>(qx[c]) * static_cast<int32_t>(q[static_cast<size_t>(r) * ucols + c]);
+        y[static_cast<size_t>(b) * static_cast<size_t>(w.rows) + static_cast<size_t>(r)] =
+            w8a8_output(sx, w.scales[r], dot, bias, r);
+      }
+    }
+    return;
+  }
   for (int b = 0; b < n; ++b) {
     const float* xb = x + static_cast<size_t>(b) * static_cast<size_t>(w.cols);
     for (int r = 0; r < w.rows; ++r) {
@@ -239,6 +278,7 @@ Row row_of(const WeightsView& w, int r) {
     case WeightFormat::f32: row.data = static_cast<const float*>(w.data) + first; break;
     case WeightFormat::bf16: row.data = static_cast<const uint16_t*>(w.data) + first; break;
     case WeightFormat::int8:
+    case WeightFormat::w8a8:
       row.data = static_cast<const int8_t*>(w.data) + first;
       row.scales = w.scales + r;
       break;
@@ -403,6 +443,128 @@ void matvec_rows(float* y, const float* x, const WeightsView& w, const float* bi
   for (int r = 0; r < w.rows; ++r) matvec_row<Vec, F>(y, x, w, bias, n, r);
 }
 
+// ---- w8a8 in v2, v3: integer SIMD dot products -----------------------------------------------------
+// x is quantised once per call (n rows, n small), then each weight row is streamed once and
+// multiplied into every quantised input in integers:
+//   AVX-512 VNNI  vpdpbusd (u8 x s8, 4 products into each int32 lane): the input shifted to
+//                 u8 (qx + 128, prepared once per call), and the row's own byte sum taken in
+//                 the same pass (one more vpdpbusd with ones) for sum (qx + 128) q - 128 sum q.
+//                 64 weights per instruction; the ragged end with masked loads (zeros).
+//   AVX2          vpmaddubsw + vpmaddwd on |qx| (u8, prepared once) and q with qx's sign
+//                 (vpsignb; q in [-127, 127], so no overflow; pair sums <= 2 * 127 * 127).
+//   otherwise     plain int32 loops (Portable<8>, NEON: no sdot here yet).
+// The weight bytes are int8's, so both formats read the same bytes; what w8a8 saves is the
+// per-weight int8 -> float conversion and FMA (16 weights per 3-4 instructions) in favour of
+// 64 (or 32) weights per instruction: it wins where int8 is compute-bound (weights in
+// cache, or a core that cannot convert as fast as memory delivers).
+enum class IntDot { scalar, avx2, vnni };
+
+// dots[b] = sum_c qx[b, c] q[c] for NB inputs; qx rows `cols` apart, prep likewise (the
+// per-call transformed inputs: qx + 128 for vnni, |qx| for avx2, unused for scalar).
+template <IntDot D, int NB>
+void int_row_dot(int32_t* dots, const int8_t* q, const int8_t* qx, const uint8_t* prep, int cols) {
+  const auto ucols = static_cast<size_t>(cols);
+  int c = 0;
+  for (int b = 0; b < NB; ++b) dots[b] = 0;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if constexpr (D == IntDot::vnni) {
+    __m512i acc[NB];
+    for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_si512();
+    __m512i qsum = _mm512_setzero_si512();
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (; c < cols; c += 64) {
+      const __mmask64 m = cols - c >= 64 ? ~__mmask64(0) : (__mmask64(1) << (cols - c)) - 1;
+      const __m512i wq = _mm512_maskz_loadu_epi8(m, q + c);
+      qsum = _mm512_dpbusd_epi32(qsum, ones, wq);
+      for (int b = 0; b < NB; ++b)
+        acc[b] = _mm512_dpbusd_epi32(acc[b], _mm512_maskz_loadu_epi8(m, prep + static_cast<size_t>(b) * ucols + c), wq);
+    }
+    const int32_t corr = 128 * _mm512_reduce_add_epi32(qsum);
+    for (int b = 0; b < NB; ++b) dots[b] = _mm512_reduce_add_epi32(acc[b]) - corr;
+    return;
+  }
+#endif
+#if defined(__AVX2__)
+  if constexpr (D == IntDot::avx2) {
+    __m256i acc[NB];
+    for (int b = 0; b < NB; ++b) acc[b] = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (; c + 32 <= cols; c += 32) {
+      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + c));
+      for (int b = 0; b < NB; ++b) {
+        const size_t off = static_cast<size_t>(b) * ucols + static_cast<size_t>(c);
+        const __m256i xs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx + off));
+        const __m256i xa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prep + off));
+        acc[b] = _mm256_add_epi32(acc[b], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(wq, xs)), ones));
+      }
+    }
+    for (int b = 0; b < NB; ++b) {
+      alignas(32) int32_t lanes[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[b]);
+      for (int32_t v : lanes) dots[b] += v;
+    }
+  }
+#endif
+  (void)prep;
+  for (; c < cols; ++c)  // scalar: all of it; avx2: the last cols % 32
+    for (int b = 0; b < NB; ++b)
+      dots[b] += static_cast<int32_t>(qx[static_cast<size_t>(b) * ucols + static_cast<size_t>(c)]) *
+                 static_cast<int32_t>(q[c]);
+}
+
+template <IntDot D>
+void matvec_w8a8_rows(float* y, const WeightsView& w, const float* bias, int n, bool threaded, const int8_t* qx,
+                      const uint8_t* prep, const float* sx) {
+  const auto ucols = static_cast<size_t>(w.cols), urows = static_cast<size_t>(w.rows);
+  auto one_row = [&](int r) {
+    const int8_t* q = static_cast<const int8_t*>(w.data) + static_cast<size_t>(r) * ucols;
+    for (int b0 = 0; b0 < n; b0 += kBatch) {
+      int32_t dots[kBatch];
+      const size_t off = static_cast<size_t>(b0) * ucols;
+      switch (std::min(kBatch, n - b0)) {
+        case 1: int_row_dot<D, 1>(dots, q, qx + off, prep + off, w.cols); break;
+        case 2: int_row_dot<D, 2>(dots, q, qx + off, prep + off, w.cols); break;
+        case 3: int_row_dot<D, 3>(dots, q, qx + off, prep + off, w.cols); break;
+        default: int_row_dot<D, kBatch>(dots, q, qx + off, prep + off, w.cols); break;
+      }
+      for (int b = 0; b < std::min(kBatch, n - b0); ++b)
+        y[static_cast<size_t>(b0 + b) * urows + static_cast<size_t>(r)] = w8a8_output(sx[b0 + b], w.scales[r], dots[b], bias, r);
+    }
+  };
+  const bool parallel = threaded && static_cast<size_t>(w.rows) * ucols >= kMinThreaded;
+  if (!parallel) {
+    for (int r = 0; r < w.rows; ++r) one_row(r);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < w.rows; ++r) one_row(r);
+}
+
+void matvec_w8a8(float* y, const float* x, const WeightsView& w, const float* bias, int n, bool threaded,
+                 bool use_simd) {
+  if (n == 0) return;
+  const size_t count = static_cast<size_t>(n) * static_cast<size_t>(w.cols);
+  std::vector<int8_t> qx(count);
+  std::vector<uint8_t> prep(count);
+  std::vector<float> sx(static_cast<size_t>(n));
+  quantize_rows_int8(x, n, w.cols, qx.data(), sx.data());  // per token: one scale per input row
+  IntDot d = IntDot::scalar;
+  (void)use_simd;  // a build with neither VNNI nor AVX2 has only the plain loops
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if (use_simd) d = IntDot::vnni;
+#elif defined(__AVX2__)
+  if (use_simd) d = IntDot::avx2;
+#endif
+  for (size_t i = 0; i < count; ++i)
+    prep[i] = d == IntDot::vnni ? static_cast<uint8_t>(static_cast<uint8_t>(qx[i]) ^ 0x80u)     // qx + 128
+                                : static_cast<uint8_t>(qx[i] < 0 ? -qx[i] : qx[i]);              // |qx|
+  switch (d) {
+    case IntDot::vnni: matvec_w8a8_rows<IntDot::vnni>(y, w, bias, n, threaded, qx.data(), prep.data(), sx.data()); break;
+    case IntDot::avx2: matvec_w8a8_rows<IntDot::avx2>(y, w, bias, n, threaded, qx.data(), prep.data(), sx.data()); break;
+    case IntDot::scalar: matvec_w8a8_rows<IntDot::scalar>(y, w, bias, n, threaded, qx.data(), prep.data(), sx.data()); break;
+  }
+}
+
 template <class Vec>
 void matvec_simd(float* y, const float* x, const WeightsView& w, const float* bias, int n, bool threaded) {
   switch (w.format) {
@@ -411,6 +573,7 @@ void matvec_simd(float* y, const float* x, const WeightsView& w, const float* bi
     case WeightFormat::int8: matvec_rows<Vec, WeightFormat::int8>(y, x, w, bias, n, threaded); break;
     case WeightFormat::int4: matvec_rows<Vec, WeightFormat::int4>(y, x, w, bias, n, threaded); break;
     case WeightFormat::sparse24: matvec_rows<Vec, WeightFormat::sparse24>(y, x, w, bias, n, threaded); break;
+    case WeightFormat::w8a8: matvec_w8a8(y, x, w, bias, n, threaded, !Vec::portable); break;
   }
 }
 

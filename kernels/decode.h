@@ -2,7 +2,7 @@
 // a time (lesson 10), over plain host buffers:
 //
 //   matvec            y (n, rows) = x (n, cols) W^T + bias, with W packed in one of the
-//                     formats of kernels/weight_format.h (fp32, bf16, int8, int4, 2:4)
+//                     formats of kernels/weight_format.h (fp32, bf16, int8, int4, 2:4, w8a8)
 //                     and dequantised on the fly. n is small (1 token, or a few: a batch
 //                     of sequences, or the k drafts speculative decoding verifies), so
 //                     every weight is used n times per load: 2n FLOPs per weight read, far
@@ -35,6 +35,15 @@
 //              query heads that share it, so a token streams the cache's bytes once, in
 //              order (v2: one head's slice per row, NH / NKV times). Bit for bit v2's
 //              output. Lesson 11's part gqa measures it.
+//   w8a8 (lesson 15) in every matvec version: x quantised per input row (per token) with
+//              kernels/int8_gemm.h's quantize_rows_int8, int32 dot products with the int8
+//              weights (v1 plain loops; v2, v3 AVX-512 VNNI vpdpbusd or AVX2 vpmaddubsw, plain
+//              loops elsewhere), then y = s_x s_w[r] dot + bias: the same int32 sums and the
+//              same float epilogue in every version, so they agree bit for bit. It reads the
+//              same bytes as int8 and skips int8's per-weight int8 -> float conversion and FMA:
+//              `nnlab bench matvec`, 1 thread, v2, Zen 4 (busy machine, medians of 9):
+//              1x768x768 int8 36 us, w8a8 17 us; 4096x4096 int8 2.26 ms (7.4 GB/s), w8a8 0.81
+//              ms (21 GB/s, 91% of the triad's bandwidth); 8x4096x4096 int8 7.5 ms, w8a8 3.9 ms.
 // The SIMD code dequantises with kernels/simd.h's packed-weight loads (V::load_bf16, load_i8,
 // load_i4): in registers on AVX2 (and as two AVX2 halves on AVX-512); on NEON and the
 // Portable<8> fallback the tests also run, lane by lane in plain C++: the same numbers.
@@ -74,7 +83,7 @@ struct PackedWeights {
 // Empty string when W (rows, cols) can be packed in `f`, else why not (int4: cols % 32,
 // sparse24: cols % 8, any: rows or cols < 1).
 std::string check_packable(WeightFormat f, int rows, int cols);
-// "fp32", "bf16", "int8", "int4", "sparse24" (also "f32"); std::invalid_argument otherwise.
+// "fp32", "bf16", "int8", "int4", "sparse24", "w8a8" (also "f32"); std::invalid_argument otherwise.
 WeightFormat parse_format(const std::string& name);
 // Packs W (rows, cols) row-major: rounds (bf16), quantises (int8, int4: round to nearest,
 // scales as in weight_format.h) or keeps the two largest |w| of every 4 (sparse24: on a

@@ -134,6 +134,27 @@ Check compare_at(const std::string& name, std::span<const float> got, std::span<
   return c;
 }
 
+std::vector<size_t> product_samples(int M, int N, int K, uint64_t seed) {
+  const size_t m = static_cast<size_t>(M), n = static_cast<size_t>(N), total = m * n;
+  std::vector<size_t> samples;
+  if (static_cast<double>(total) * K <= 64.0 * 1024 * 1024) {
+    samples.resize(total);
+    for (size_t i = 0; i < total; ++i) samples[i] = i;
+    return samples;
+  }
+  for (size_t j = 0; j < n; ++j) {
+    samples.push_back(j);                // first row
+    samples.push_back((m - 1) * n + j);  // last row
+  }
+  for (size_t i = 0; i < m; ++i) {
+    samples.push_back(i * n);          // first column
+    samples.push_back(i * n + n - 1);  // last column
+  }
+  Random rng(seed);
+  for (int r = 0; r < 4096; ++r) samples.push_back(rng.next_u64() % total);
+  return samples;
+}
+
 Check merge(Check a, const Check& b) {
   a.checked += b.checked;
   a.mismatches += b.mismatches;
@@ -258,11 +279,36 @@ std::vector<Measured> validate_variants(const std::string& op, Problem& problem,
   return rows;
 }
 
+energy::Measurement measure_energy(const std::function<void()>& run, const Clock& clock, energy::Meter& meter,
+                                   double min_seconds) {
+  if (!meter.readable()) {
+    energy::Measurement m;
+    m.reason = "not readable here: " + meter.reason();
+    return m;
+  }
+  meter.start();
+  double busy = 0.0;
+  long runs = 0;
+  do {
+    busy += clock.seconds(run);
+    ++runs;
+  } while (busy < min_seconds && runs < 1000000);
+  if (clock.wait) clock.wait();
+  energy::Measurement m = meter.stop();
+  m.runs = runs;
+  return m;
+}
+
 void time_row(Measured& row, Problem& problem, size_t v, const TimingOptions& opts, const Clock& clock,
               std::ostream& log) {
   try {
     row.timing = time_runs([&] { problem.run(v); }, opts, clock);
     row.timed = true;
+    if (opts.energy_seconds > 0) {
+      row.energy = measure_energy([&] { problem.run(v); }, clock, energy::system_meter(), opts.energy_seconds);
+    } else {
+      row.energy.reason = "not measured (energy_seconds = 0)";
+    }
   } catch (const std::runtime_error& e) {
     row.note = std::string("failed while timing: ") + e.what();
     log << "  " << row.variant << " " << row.note << "\n";
@@ -427,7 +473,7 @@ std::string json_fields(const MachineInfo& m) {
   return "\"cpu\": " + json_string(m.cpu) + ", \"cores\": " + std::to_string(m.cores) +
          ", \"omp_max_threads\": " + std::to_string(m.omp_max_threads) + ", \"simd\": " + json_string(m.simd) +
          ", \"compiler\": " + json_string(m.compiler) + ", \"flags\": " + json_string(m.flags) +
-         ", \"date\": " + json_string(m.date);
+         ", \"date\": " + json_string(m.date) + ", \"energy\": " + (m.energy.empty() ? "null" : m.energy);
 }
 
 MachineInfo machine_info() {
@@ -456,6 +502,7 @@ MachineInfo machine_info() {
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   m.date = date;
+  m.energy = energy::probe_json(energy::system_meter());
   return m;
 }
 
@@ -488,7 +535,8 @@ void write_json(std::ostream& out, const MachineInfo& m, const Ceilings& c,
   out << "{\n  \"machine\": {\"cpu\": " << json_string(m.cpu) << ", \"cores\": " << m.cores
       << ", \"omp_max_threads\": " << m.omp_max_threads << ", \"simd\": " << json_string(m.simd)
       << ", \"compiler\": " << json_string(m.compiler) << ", \"flags\": " << json_string(m.flags)
-      << ", \"date\": " << json_string(m.date) << "},\n";
+      << ", \"date\": " << json_string(m.date) << ", \"energy\": " << (m.energy.empty() ? "null" : m.energy)
+      << "},\n";
   out << "  \"ceilings\": {\"threads_all\": " << c.threads_all
       << ", \"gflops_1t\": " << json_number(c.flops_1t / 1e9)
       << ", \"gflops_all\": " << json_number(c.flops_all / 1e9)
@@ -512,7 +560,7 @@ void write_json(std::ostream& out, const MachineInfo& m, const Ceilings& c,
         << ", \"intensity\": " << json_number(r.intensity) << ", \"frac_peak\": " << json_number(r.frac_peak)
         << ", \"frac_bw\": " << json_number(r.frac_bw) << ", \"roofline_gflops\": " << json_number(r.roofline)
         << ", \"bound\": " << json_string(r.bound) << ", \"frac_roof\": " << json_number(r.frac_roof)
-        << ", \"vs_peer\": " << json_number(r.vs_peer) << "}";
+        << ", \"vs_peer\": " << json_number(r.vs_peer) << ", \"energy\": " << energy::json(r.energy) << "}";
   }
   out << "\n  ]\n}\n";
 }

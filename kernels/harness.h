@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "kernels/ceilings.h"
+#include "kernels/energy.h"
 #include "kernels/versions.h"
 
 namespace kernels::harness {
@@ -106,6 +107,13 @@ Check compare(const std::string& name, std::span<const float> got, std::span<con
 // every code path of a tiled kernel).
 Check compare_at(const std::string& name, std::span<const float> got, std::span<const size_t> index,
                  std::span<const double> want, Tolerance tol, size_t max_listed = 5);
+// Which entries of a product C (M, N) with inner size K a validation computes: all of them
+// when M N K <= 2^26; else the four edges (where ragged tiles and panels live) and 4096
+// random entries (every tile of a blocked kernel is hit many times over), so checking a
+// 4096^3 product costs ~20K x 4096 multiply-adds, not 2^36. Flat indices i N + j; the matmul
+// and int8 GEMM benches, CPU and GPU, share it.
+std::vector<size_t> product_samples(int M, int N, int K, uint64_t seed);
+
 // Two checks as one (mismatch counts add, reports concatenate).
 Check merge(Check a, const Check& b);
 
@@ -118,6 +126,9 @@ struct TimingOptions {
   int repeats = 5;           // timed runs; the median is reported
   double max_seconds = 3.0;  // stop repeating once a case has used this much (>= 1 run)
   bool flush = true;         // the clock's flush before each timed run (CPU caches, GPU L2)
+  // After timing, where an energy counter is readable (kernels/energy.h): back-to-back runs,
+  // unflushed, for at least this long, and their joules per run. 0: not measured.
+  double energy_seconds = 0.25;
 };
 
 struct Timing {
@@ -222,6 +233,9 @@ struct Measured {
   double gflops = 0.0, gbs = 0.0;         // achieved (median)
   double frac_peak = 0.0, frac_bw = 0.0;  // of the ceilings the front end measures against
   double vs_peer = 0.0;                   // the peer's time / this time (1.0 = as fast), 0 = none
+  // Joules, read from the counters over back-to-back runs after timing (measure_energy), or
+  // why not: every record says one or the other, never an estimate.
+  energy::Measurement energy;
 };
 
 // Whether `wanted` (ids or names) names variant v.
@@ -237,6 +251,13 @@ std::vector<size_t> choose_variants(const std::string& what, const std::vector<V
 std::vector<Measured> validate_variants(const std::string& op, Problem& problem, const std::vector<Variant>& variants,
                                         const std::vector<size_t>& chosen,
                                         const std::function<std::string(size_t variant)>& skip, std::ostream& log);
+
+// Joules per run of `run`, read from `meter`'s counters: back-to-back runs through the clock
+// (no flush between them) until min_seconds have passed, then the clock's wait. Counters
+// update every millisecond or so, hence a fixed stretch rather than one run. What a package
+// counter reads includes idle power and other processes. Not readable: why, in .reason.
+energy::Measurement measure_energy(const std::function<void()>& run, const Clock& clock, energy::Meter& meter,
+                                   double min_seconds);
 
 // 3. Times one validated row (variant v of the problem) with the clock; a throw while timing
 // leaves it untimed, with the reason in its note and in `log`.
@@ -306,6 +327,7 @@ struct MachineInfo {
   std::string cpu, compiler, flags, simd, date;
   int cores = 0;
   int omp_max_threads = 0;
+  std::string energy;  // the energy counters probed, as a JSON object (energy::probe_json)
 };
 MachineInfo machine_info();
 
@@ -314,7 +336,8 @@ MachineInfo machine_info();
 std::string json_string(const std::string& s);
 std::string json_number(double v, int precision = 6);
 // The machine as JSON object fields, without the braces: "cpu": ..., "cores": ...,
-// "omp_max_threads": ..., "simd": ..., "compiler": ..., "flags": ..., "date": ... (what the
+// "omp_max_threads": ..., "simd": ..., "compiler": ..., "flags": ..., "date": ..., "energy":
+// {"readable": ..., "counters": [...], "reason": ...} (what the
 // lessons' records put in their "machine" objects, with fields of their own after).
 std::string json_fields(const MachineInfo& m);
 

@@ -15,6 +15,10 @@
 //             column 2j in the low nibble, 2j+1 in the high one, each stored as q + 8,
 //             q in [-7, 7];  w = scales[r*cols/32 + c/32] * q;
 //             scales = max |w| of the group of 32 / 7 (kInt4Group consecutive columns)
+//   w8a8      exactly int8's storage (int8 data, one float scale per row); what differs is the
+//             arithmetic: the matvec quantises each input row x per token (s_x = max|x| / 127,
+//             kernels/int8_gemm.h quantize_rows_int8) and multiplies in integers (int32 sums):
+//             y[r] = s_x * scales[r] * sum_c qx[c] q[r,c] + bias[r]   (SmoothQuant's W8A8)
 //   sparse24  float  [rows*cols/2] the 2 kept values  -                     uint8 [rows*cols/8]  2 + 1/8
 //             of every group of 4 columns, in column order; index: one nibble per group
 //             (group g: low nibble of byte g/2 when g is even, high when odd), nibble =
@@ -29,8 +33,8 @@
 
 namespace kernels {
 
-enum class WeightFormat { f32, bf16, int8, int4, sparse24 };
-inline constexpr int kNumWeightFormats = 5;
+enum class WeightFormat { f32, bf16, int8, int4, sparse24, w8a8 };
+inline constexpr int kNumWeightFormats = 6;
 inline constexpr int kInt4Group = 32;
 
 inline const char* format_name(WeightFormat f) {
@@ -40,6 +44,7 @@ inline const char* format_name(WeightFormat f) {
     case WeightFormat::int8: return "int8";
     case WeightFormat::int4: return "int4";
     case WeightFormat::sparse24: return "sparse24";
+    case WeightFormat::w8a8: return "w8a8";
   }
   return "?";
 }
@@ -53,11 +58,12 @@ inline size_t format_data_bytes(WeightFormat f, int rows, int cols) {
     case WeightFormat::int8: return n;
     case WeightFormat::int4: return n / 2;
     case WeightFormat::sparse24: return n / 2 * 4;
+    case WeightFormat::w8a8: return n;
   }
   return 0;
 }
 inline size_t format_scale_count(WeightFormat f, int rows, int cols) {
-  if (f == WeightFormat::int8) return static_cast<size_t>(rows);
+  if (f == WeightFormat::int8 || f == WeightFormat::w8a8) return static_cast<size_t>(rows);
   if (f == WeightFormat::int4) return static_cast<size_t>(rows) * static_cast<size_t>(cols) / kInt4Group;
   return 0;
 }
@@ -74,7 +80,7 @@ struct WeightsView {
   WeightFormat format = WeightFormat::f32;
   int rows = 0, cols = 0;
   const void* data = nullptr;     // format_data_bytes
-  const float* scales = nullptr;  // format_scale_count floats (int8, int4), else nullptr
+  const float* scales = nullptr;  // format_scale_count floats (int8, int4, w8a8), else nullptr
   const uint8_t* index = nullptr; // format_index_bytes (sparse24), else nullptr
   size_t bytes() const { return format_bytes(format, rows, cols); }
 };

@@ -1385,6 +1385,145 @@ def fig_lesson14_memory():
     return save(fig, "lesson14-memory", f"docs/benchmarks/lesson14.json ({L14_COMMAND}; {machine(rec)})")
 
 
+# lesson 15: compression that changes the arithmetic. One record (scripts/bench_lesson15.sh
+# writes it; the parts are described in lessons/15-compression/compression_lesson.h):
+#   lesson15.json   nnlab lesson15 --json docs/benchmarks/lesson15.json
+#       {"schema": "nnlab-lesson15/1", "machine": {...}, "parts": {"int8", "w8a8", "gptq", "bitnet", "kv", "energy"}}
+L15_COMMAND = "scripts/bench_lesson15.sh"
+
+
+def _l15():
+    rec = load_json("lesson15.json")
+    return rec, rec["parts"]
+
+
+def fig_lesson15_int8():
+    rec, parts = _l15()
+    d = parts["int8"]
+    p = plt()
+    fig, axes = p.subplots(1, 2, figsize=(12, 4.2))
+    g = d["gemm"][-1]
+    names = [r["version"] + " " + r.get("name", "") if r["op"] == "int8_gemm" else "fp32 sgemm" for r in g["rows"]]
+    vals = [r.get("gops", r.get("gflops")) for r in g["rows"]]
+    colors = ["tab:blue" if r["op"] == "int8_gemm" else "0.5" for r in g["rows"]]
+    axes[0].barh(range(len(vals)), vals, color=colors)
+    axes[0].set_yticks(range(len(vals)))
+    axes[0].set_yticklabels(names, fontsize=7)
+    pk = d["peaks"]
+    axes[0].axvline(pk["int8_all"] / 1e9, color="tab:blue", ls="--", lw=1, label=f"int8 peak ({pk['int8_method']})")
+    axes[0].axvline(pk["fp32_all"] / 1e9, color="0.4", ls="--", lw=1, label="fp32 FMA peak (as measured in this run)")
+    axes[0].set_xlabel("GOP/s (2 per multiply-add), all threads")
+    axes[0].set_title(f"C = A B^T at n = {g['n']}: int8 / fp32 = {g['int8_over_fp32']:.2f}x (median of alternating rounds)", fontsize=9)
+    axes[0].legend(fontsize=7)
+    shapes = sorted({(r["rows"], r["cols"]) for r in d["matvec"]}, key=lambda s: s[0] * s[1])
+    width = 0.8 / max(1, len(shapes))
+    formats = []
+    for r in d["matvec"]:
+        if r["format"] not in formats:
+            formats.append(r["format"])
+    for k, (rows, cols) in enumerate(shapes):
+        pts = {r["format"]: r for r in d["matvec"] if (r["rows"], r["cols"]) == (rows, cols)}
+        xs = [i + k * width for i in range(len(formats))]
+        axes[1].bar(xs, [pts[f]["us"] if f in pts else 0 for f in formats], width, label=f"{rows} x {cols}: measured" + (", from DRAM" if rows * cols >= 4096 * 4096 else ", in cache"))
+        axes[1].plot(xs, [pts[f]["law_us"] if f in pts else float("nan") for f in formats], "k_", ms=14,
+                     label="bytes / bandwidth" if k == 0 else None)
+    axes[1].set_xticks([i + width * (len(shapes) - 1) / 2 for i in range(len(formats))])
+    axes[1].set_xticklabels(formats)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("us per token (matvec, median)")
+    axes[1].set_title(f"one token: y = x W^T; STREAM {d['bandwidth_gbs']:.1f} GB/s", fontsize=9)
+    axes[1].legend(fontsize=7)
+    fig.suptitle("Lesson 15: integer arithmetic on this CPU" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0.02, 1, 0.93))
+    return save(fig, "lesson15-int8", f"docs/benchmarks/lesson15.json ({L15_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson15_quality():
+    rec, parts = _l15()
+    p = plt()
+    fig, axes = p.subplots(1, 3, figsize=(15, 4.2))
+    w = parts["w8a8"]
+    kinds = []
+    for o in w["outliers"]:
+        if o["linear"] not in kinds:
+            kinds.append(o["linear"])
+    for kind in kinds:
+        pts = [o for o in w["outliers"] if o["linear"] == kind]
+        axes[0].plot([o["layer"] for o in pts], [o["max_over_median"] for o in pts], "o-", label=kind)
+    axes[0].set_xlabel("layer")
+    axes[0].set_ylabel("largest channel's max |x| / median channel's")
+    axes[0].set_title("the Linear layers' input outliers", fontsize=9)
+    axes[0].legend(fontsize=7)
+    loss = w["loss"]
+    fp32 = loss[0]["val_loss"]
+    axes[1].barh(range(len(loss)), [r["val_loss"] - fp32 for r in loss], color="tab:blue")
+    axes[1].set_yticks(range(len(loss)))
+    axes[1].set_yticklabels([r["what"] for r in loss], fontsize=7)
+    axes[1].axvline(0, color="k", lw=0.6)
+    axes[1].set_xlabel("validation loss - fp32's")
+    axes[1].set_title("W8A8 (integer kernels) and SmoothQuant", fontsize=9)
+    g = parts["gptq"]
+    for method, color in (("rtn", "0.5"), ("gptq", "tab:green")):
+        pts = [r for r in g["rows"] if r["method"] == method]
+        axes[2].plot([r["bits"] for r in pts], [r["val_loss"] - g["fp32_val_loss"] for r in pts], "o-", color=color,
+                     label=method.upper())
+    axes[2].set_xlabel("bits per weight (groups of 32)")
+    axes[2].set_ylabel("validation loss - fp32's")
+    axes[2].set_xticks(sorted({r["bits"] for r in g["rows"]}))
+    axes[2].set_title("GPTQ against round-to-nearest", fontsize=9)
+    axes[2].legend(fontsize=7)
+    fig.suptitle("Lesson 15: what the arithmetic costs in quality (lesson 10's model)" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0.02, 1, 0.93))
+    return save(fig, "lesson15-quality", f"docs/benchmarks/lesson15.json ({L15_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson15_bitnet():
+    rec, parts = _l15()
+    b = parts["bitnet"]
+    p = plt()
+    fig, ax = p.subplots(figsize=(7, 4.2))
+    for r in b["runs"]:
+        xs = [(i + 0.5) * b["window"] for i in range(len(r["curve"]))]
+        ax.plot(xs, r["curve"], label=f"{r['name']} (C {r['n_embd']}, {r['linear_bytes'] / 1e6:.2f} MB of Linear weights): "
+                f"val {r['val_loss']:.3f}")
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"training loss (mean of {b['window']} steps)")
+    ax.legend(fontsize=7)
+    ax.set_title("Lesson 15: BitNet b1.58 from scratch against fp32" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    return save(fig, "lesson15-bitnet", f"docs/benchmarks/lesson15.json ({L15_COMMAND}; {machine(rec)})")
+
+
+def fig_lesson15_energy():
+    rec, parts = _l15()
+    e = parts["energy"]
+    p = plt()
+    fig, axes = p.subplots(1, 2, figsize=(12, 4.2))
+    rows = e["roofline_7b"]
+    xs = range(len(rows))
+    fetch = [r["joules"] * r["fetch_share"] for r in rows]
+    arith = [r["joules"] * (1 - r["fetch_share"]) for r in rows]
+    axes[0].bar(xs, fetch, color="tab:orange", label="fetching the weights from DRAM")
+    axes[0].bar(xs, arith, bottom=fetch, color="tab:blue", label="multiply-adds")
+    axes[0].set_xticks(list(xs))
+    axes[0].set_xticklabels([r["format"] for r in rows])
+    axes[0].set_ylabel("J per token (ESTIMATE)")
+    axes[0].set_title("a 7B decoder at batch 1: the energy roofline (estimate, Horowitz 2014)", fontsize=9)
+    axes[0].legend(fontsize=7)
+    pts = e["rows"]
+    kinds = {r["joules_kind"] for r in pts}
+    axes[1].scatter([r["bytes_per_token"] / 1e6 for r in pts], [r["tokens_per_s"] for r in pts], color="tab:blue")
+    for r in pts:
+        axes[1].annotate(f"{r['format']}\n{r['joules_per_token'] * 1e3:.3g} mJ/token ({r['joules_kind']})",
+                         (r["bytes_per_token"] / 1e6, r["tokens_per_s"]), fontsize=6.5)
+    axes[1].set_xlabel("MB of weights read per token")
+    axes[1].set_ylabel("tokens/s (batch 1)")
+    axes[1].set_title("lesson 10's model decoding here; joules " + "/".join(sorted(kinds)), fontsize=9)
+    fig.suptitle("Lesson 15: energy per token" + mode_tag(), fontsize=10)
+    fig.tight_layout(rect=(0, 0.02, 1, 0.93))
+    return save(fig, "lesson15-energy", f"docs/benchmarks/lesson15.json ({L15_COMMAND}; {machine(rec)})")
+
+
 # ------------------------------------------------------------------------------------------
 # name -> (function, the records it reads (docs/benchmarks/...), or the program it runs (a str))
 FIGURES = {
@@ -1424,6 +1563,10 @@ FIGURES = {
     "lesson14-scaling": (fig_lesson14_scaling, ["lesson14.json"]),
     "lesson14-predict": (fig_lesson14_predict, ["lesson14.json"]),
     "lesson14-memory": (fig_lesson14_memory, ["lesson14.json"]),
+    "lesson15-int8": (fig_lesson15_int8, ["lesson15.json"]),
+    "lesson15-quality": (fig_lesson15_quality, ["lesson15.json"]),
+    "lesson15-bitnet": (fig_lesson15_bitnet, ["lesson15.json"]),
+    "lesson15-energy": (fig_lesson15_energy, ["lesson15.json"]),
 }
 
 # Figures whose records are still being measured (issue 22: lesson 12's records are made where a

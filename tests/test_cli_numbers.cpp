@@ -25,7 +25,8 @@ namespace {
 const char* const kCommands[] = {"lesson01",  "lesson02",   "lesson03",  "lesson04",  "lesson05",
                                  "lesson06",  "lesson07",   "lesson08",  "lesson09",  "lesson10",
                                  "bench",     "cuda bench", "gpt train", "gpt sample", "gpt eval",
-                                 "gpt bench", "gpt dump",   "gpt diff",  "generate",  "perplexity"};
+                                 "gpt bench", "gpt dump",   "gpt diff",  "generate",  "perplexity",
+                                 "energy"};
 
 struct Flag {
   std::string name;  // --lr

@@ -21,7 +21,7 @@ namespace kc = kernels::cuda;
 
 namespace {
 
-const char* const kFormats[] = {"fp32", "bf16", "int8", "int4", "sparse24"};
+const char* const kFormats[] = {"fp32", "bf16", "int8", "int4", "sparse24", "w8a8"};
 
 // Every version of `op` at those of its test sizes that start with `prefix` ("" for all).
 // Returns how many sizes ran.
@@ -137,6 +137,42 @@ TEST_CASE("cuda emu: inference kernels give the same bits run after run", "[cuda
       y.fill_bytes(0xFF);
       v.fn(y.data(), dx.data(), view, nullptr, n);
       CHECK(same_bits(first, y.to_vector()));
+    }
+  }
+}
+
+// w8a8 (lesson 15): x quantised per row on the device, int32 dot products. Without a bias y is
+// sx * sw * dot, two float multiplies that nothing can contract, so every version must give the
+// CPU reference's floats bit for bit: the same quantised bytes, the same integer sums.
+// Shapes: cols a multiple of 16 (v2's dp4a path) and not (its byte path); n over one pass of
+// 8; a row of x all zero (scale 0) and one with a single huge entry (everything else rounds
+// to 0 or +-1).
+TEST_CASE("cuda emu: matvec w8a8 equals the CPU matvec v1 bit for bit", "[cuda][emu-kernels][decode][int8]") {
+  kc::Device& dev = kc::emulator();
+  struct Shape {
+    int rows, cols, n;
+  };
+  for (const Shape s : {Shape{37, 96, 3}, Shape{21, 1056, 2}, Shape{13, 104, 10}, Shape{8, 33, 1}}) {
+    INFO("rows " << s.rows << " cols " << s.cols << " n " << s.n);
+    const std::vector<float> w = random_floats(static_cast<size_t>(s.rows) * s.cols, 21);
+    std::vector<float> x = random_floats(static_cast<size_t>(s.n) * s.cols, 22);
+    if (s.n >= 2) {
+      std::fill(x.begin(), x.begin() + s.cols, 0.0f);  // row 0: all zero
+      x[static_cast<size_t>(s.cols) + 5] = 1000.0f;     // row 1: one outlier
+    }
+    const kernels::PackedWeights p = kernels::pack_weights(w.data(), s.rows, s.cols, kernels::WeightFormat::w8a8);
+    std::vector<float> want(static_cast<size_t>(s.n) * s.rows);
+    kernels::matvec_v1(want.data(), x.data(), p.view(), nullptr, s.n);
+    kernels::Array<uint8_t> data(dev, p.data.to_vector(), kernels::uninitialized);
+    kernels::Array<float> scales(dev, p.scales.to_vector(), kernels::uninitialized),
+        dx(dev, x, kernels::uninitialized), y(dev, want.size(), kernels::uninitialized);
+    const kernels::WeightsView view{p.format, s.rows, s.cols, data.data(), scales.data(), nullptr};
+    for (auto& v : dev.kernels().matvec) {
+      INFO("matvec " << v.id());
+      y.fill_bytes(0xFF);
+      v.fn(y.data(), dx.data(), view, nullptr, s.n);
+      const std::vector<float> got = y.to_vector();
+      CHECK(same_bits(got, want));
     }
   }
 }

@@ -22,6 +22,7 @@
 #include "kernels/bench/ops.h"
 #include "kernels/decode.h"
 #include "kernels/harness.h"
+#include "kernels/int8_gemm.h"
 #include "kernels/weight_format.h"
 #include "nn/attention.h"
 #include "tests/bench_test_util.h"
@@ -565,4 +566,78 @@ TEST_CASE("the attention_decode bench validates every version at its quick sizes
   CHECK(op.make("2x37x48x4x4", 1)->shape() == "B=2 pos=37 C=48 NH=4");
   REQUIRE_THROWS_WITH(op.make("2x37x48x4x3", 1), Catch::Contains("NKV must divide NH"));
   REQUIRE_THROWS_AS(op.check_size("2x37x48x4x2x1"), std::invalid_argument);
+}
+
+// ---- w8a8: int8 weights AND activations (lesson 15) --------------------------------------------
+// The weights are int8's bytes; each input row is quantised per token and multiplied in
+// integers. Three checks: v1 against the same arithmetic in double on the quantised values
+// (the definition), every other version and the portable kernel against v1 BIT FOR BIT (the
+// int32 sums are exact and the float epilogue is one shared function), and the result close
+// to the fp32 matvec on the unpacked weights (the activation rounding only: half a step of
+// max|x| / 127 per input, summed over cols).
+TEST_CASE("w8a8 matvec: v1 is the integer definition, every version equals it bit for bit", "[decode][kernels][int8]") {
+  struct Case {
+    int rows, cols, n;
+    bool bias;
+  };
+  // odd widths (tails after 64 / 32 bytes), batches around kBatch = 4, enough weights for threads
+  for (const Case& m : {Case{37, 96, 1, true}, Case{5, 1, 2, true}, Case{5, 7, 2, false}, Case{6, 75, 3, true},
+                        Case{9, 130, 5, false}, Case{130, 701, 6, true}, Case{257, 200, 1, true}, Case{4, 32, 0, true}}) {
+    const std::string what = "rows=" + std::to_string(m.rows) + " cols=" + std::to_string(m.cols) +
+                             " n=" + std::to_string(m.n) + (m.bias ? " bias" : " no bias");
+    INFO(what);
+    const size_t nx = static_cast<size_t>(m.n) * m.cols, ny = static_cast<size_t>(m.n) * m.rows;
+    const std::vector<float> w = random_vector(static_cast<size_t>(m.rows) * m.cols, 31);
+    const kernels::PackedWeights p = kernels::pack_weights(w.data(), m.rows, m.cols, WeightFormat::w8a8);
+    // the same bytes and scales as int8
+    const kernels::PackedWeights p8 = kernels::pack_weights(w.data(), m.rows, m.cols, WeightFormat::int8);
+    CHECK(p.data.to_vector() == p8.data.to_vector());
+    CHECK(p.scales.to_vector() == p8.scales.to_vector());
+    CHECK(p.bytes() == kernels::format_bytes(WeightFormat::int8, m.rows, m.cols));
+    h::GuardedBuffer x(std::max<size_t>(nx, 1), 3);
+    h::fill_random(x.span(), 32);
+    if (m.n >= 3)  // an all-zero token: scale 0, y = bias
+      for (int c = 0; c < m.cols; ++c) x.data()[static_cast<size_t>(2) * m.cols + c] = 0.0f;
+    const std::vector<float> bias = random_vector(static_cast<size_t>(m.rows), 33);
+    const float* b = m.bias ? bias.data() : nullptr;
+    // the definition, in double
+    std::vector<int8_t> qx(std::max<size_t>(nx, 1));
+    std::vector<float> sx(static_cast<size_t>(std::max(m.n, 1)));
+    kernels::quantize_rows_int8(x.data(), m.n, m.cols, qx.data(), sx.data());
+    const auto* q = reinterpret_cast<const int8_t*>(p.data.data());
+    std::vector<double> want(ny);
+    for (int bi = 0; bi < m.n; ++bi)
+      for (int r = 0; r < m.rows; ++r) {
+        int64_t dot = 0;
+        for (int c = 0; c < m.cols; ++c)
+          dot += int64_t{qx[static_cast<size_t>(bi) * m.cols + c]} * q[static_cast<size_t>(r) * m.cols + c];
+        want[static_cast<size_t>(bi) * m.rows + r] = static_cast<double>(sx[static_cast<size_t>(bi)]) *
+                                                         p.scales.data()[r] * static_cast<double>(dot) +
+                                                     (b ? b[r] : 0.0);
+      }
+    h::GuardedBuffer y1(std::max<size_t>(ny, 1), 1);
+    kernels::matvec_v1(y1.data(), x.data(), p.view(), b, m.n);
+    require_guards(y1, "y v1");
+    if (m.n > 0) require_ok(h::compare("y", {y1.data(), ny}, want, {1e-6, 1e-5}), "v1 vs the integer definition");
+    // the fp32 matvec on the unpacked weights: only x's rounding separates them
+    const std::vector<double> fp = reference_matvec(unpacked(p), x.data(), b, m.rows, m.cols, m.n);
+    if (m.n > 0)
+      require_ok(h::compare("y", {y1.data(), ny}, fp, {0.01 * std::sqrt(static_cast<double>(m.cols)), 0.0}),
+                 "v1 vs fp32 on the same weights");
+    std::vector<std::pair<std::string, kernels::MatvecFn>> fns;
+    for (const kernels::MatvecVersion& v : kernels::matvec_versions()) fns.emplace_back(v.id(), v.fn);
+    fns.emplace_back("portable", kernels::matvec_portable);
+    for (const auto& [name, fn] : fns) {
+      INFO(name);
+      h::GuardedBuffer y(std::max<size_t>(ny, 1), 2);
+      fn(y.data(), x.data(), p.view(), b, m.n);
+      require_guards(y, "y " + name);
+      size_t differ = 0;
+      for (size_t i = 0; i < ny; ++i) differ += std::memcmp(&y.data()[i], &y1.data()[i], sizeof(float)) != 0;
+      CHECK(differ == 0);
+    }
+  }
+  CHECK(kernels::parse_format("w8a8") == WeightFormat::w8a8);
+  CHECK(std::string(kernels::format_name(WeightFormat::w8a8)) == "w8a8");
+  CHECK(kernels::check_packable(WeightFormat::w8a8, 3, 5).empty());
 }

@@ -418,3 +418,53 @@ TEST_CASE("gpt infer cuda (emulated): the cuda decoder's logits equal the cpu de
     }
   }
 }
+
+// W8A8 (lesson 15): the matrices are int8's, the activations quantised per token inside each
+// matvec, sums in int32. Against fp32 the error is int8's plus the activations' rounding:
+// this model shows about 1e-2 of the largest logit; the bound is 3x that, and an error of
+// order 1 (a wrong scale, a mis-indexed row) fails. The cpu and naive backends run different
+// matvec versions (v3 and v1) whose integer sums agree exactly; the rest of the forward
+// differs by fp32 rounding, and an input that lands on a rounding boundary of its int8 step
+// can round the other way: 1e-3 of the largest logit. The cuda backend (emulated) runs its
+// own w8a8 kernels (kernels/cuda/decode.cu): the same bound against the cpu decoder.
+TEST_CASE("gpt infer: a w8a8 decoder runs on cpu, naive and cuda (emulated), close to fp32", "[gpt][infer][int8]") {
+  const gpt::GPTConfig c = infer_config(true);
+  const int T = 12;
+  auto be = gpt::make_backend("cpu");
+  auto naive = gpt::make_backend("naive");
+  gpt::GPT model = random_model(c, 25);
+  const auto ids = random_ids(static_cast<size_t>(T), c.vocab_size, 11);
+  const std::vector<float> ref = forward_logits(model, *be, ids, 1, T);
+  const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::w8a8);
+  CHECK(im.format == WeightFormat::w8a8);
+  CHECK(im.head.format == WeightFormat::w8a8);
+  const gpt::InferenceModel i8 = gpt::pack_model(model, WeightFormat::int8);
+  CHECK(im.weight_bytes_per_token() == i8.weight_bytes_per_token());  // the same bytes as int8
+  std::vector<float> by_backend[2];
+  int k = 0;
+  for (gpt::Backend* b : {be.get(), naive.get()}) {
+    gpt::Decoder dec(im, *b);
+    std::vector<float> got = dec.step(ids.data(), 1, 4);  // prefill 4, then one token at a time
+    for (int t = 4; t < T; ++t) {
+      const std::vector<float>& r = dec.step(&ids[static_cast<size_t>(t)], 1, 1);
+      got.insert(got.end(), r.begin(), r.end());
+    }
+    const double err = rel_err(got.data(), ref.data(), got.size());
+    INFO(b->name() << " backend: w8a8 vs fp32 error " << err);
+    CHECK(err < 3e-2);
+    CHECK(err > 0.0);  // it did quantise something
+    by_backend[k++] = got;
+  }
+  CHECK(rel_err(by_backend[1].data(), by_backend[0].data(), by_backend[0].size()) < 1e-3);
+  auto cuda = gpt::make_cuda_backend(kernels::cuda::emulator(), "fp32");
+  const gpt::InferenceModel dm = gpt::pack_model(model, WeightFormat::w8a8, cuda->memory());
+  gpt::Decoder dd(dm, *cuda);
+  std::vector<float> got = dd.step(ids.data(), 1, 4);
+  for (int t = 4; t < T; ++t) {
+    const std::vector<float>& r = dd.step(&ids[static_cast<size_t>(t)], 1, 1);
+    got.insert(got.end(), r.begin(), r.end());
+  }
+  const double err = rel_err(got.data(), by_backend[0].data(), got.size());
+  INFO("cuda (emulated) w8a8 vs cpu w8a8: " << err);
+  CHECK(err < 1e-3);
+}

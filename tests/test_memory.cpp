@@ -115,7 +115,7 @@ TEST_CASE("kernels::PackedWeights: packed on the host, moved into a device and b
   std::vector<float> w(static_cast<size_t>(rows) * cols);
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * static_cast<float>(i));
   for (kernels::WeightFormat f : {kernels::WeightFormat::f32, kernels::WeightFormat::int8, kernels::WeightFormat::int4,
-                                  kernels::WeightFormat::sparse24}) {
+                                  kernels::WeightFormat::sparse24, kernels::WeightFormat::w8a8}) {
     INFO(kernels::format_name(f));
     const kernels::PackedWeights p = kernels::pack_weights(w.data(), rows, cols, f);
     CHECK(&p.memory() == &kernels::host_memory());

@@ -206,7 +206,7 @@ TEST_CASE("plan: serving bytes per parameter match the packed formats, and the K
   // a 4096 x 4096 matrix packed: bytes / weights is the per-parameter cost
   const int rows = 4096, cols = 4096;
   for (kernels::WeightFormat f : {kernels::WeightFormat::f32, kernels::WeightFormat::bf16, kernels::WeightFormat::int8,
-                                  kernels::WeightFormat::int4, kernels::WeightFormat::sparse24}) {
+                                  kernels::WeightFormat::int4, kernels::WeightFormat::sparse24, kernels::WeightFormat::w8a8}) {
     INFO(kernels::format_name(f));
     const double packed = static_cast<double>(kernels::format_bytes(f, rows, cols)) / (double(rows) * cols);
     CHECK(plan::serving_bytes_per_param(f, cols) == Approx(packed).epsilon(1e-12));

@@ -5,7 +5,8 @@
 //
 // Sizes: "FORMAT:ROWSxCOLS" (one input row, a single token) or "FORMAT:NxROWSxCOLS" (N input
 // rows: a batch of sequences, or drafts to verify), FORMAT one of fp32 bf16 int8 int4 sparse24
-// (fp32 when left out), each number optionally with K or M: "int8:4Kx4K", "fp32:8x4096x4096".
+// w8a8 (fp32 when left out; w8a8 is int8's bytes with x quantised per row and integer dot
+// products, its reference the same arithmetic in double on the quantised values), each number optionally with K or M: "int8:4Kx4K", "fp32:8x4096x4096".
 // The format is part of the size, not the variant: one problem holds one packed matrix.
 //
 // Also attention_decode (sizes "BxPOSxCxNH[xNKV]"): one new token per sequence over its KV cache,
@@ -21,6 +22,7 @@
 
 #include "kernels/bench/ops.h"
 #include "kernels/decode.h"
+#include "kernels/int8_gemm.h"
 
 namespace kernels::bench {
 
@@ -30,7 +32,7 @@ using harness::GuardedBuffer;
 namespace {
 
 constexpr const char* kMatvecHelp =
-    "FORMAT:ROWSxCOLS or FORMAT:NxROWSxCOLS (N input rows), FORMAT fp32, bf16, int8, int4 or sparse24, "
+    "FORMAT:ROWSxCOLS or FORMAT:NxROWSxCOLS (N input rows), FORMAT fp32, bf16, int8, int4, sparse24 or w8a8, "
     "e.g. int8:4096x4096 or fp32:8x4Kx4K";
 
 struct MatvecSize {
@@ -82,7 +84,22 @@ class MatvecProblem : public harness::Problem {
     // Reference: the unpacked weights (what every version must agree with), one row at a
     // time, summed in double.
     std::vector<float> row(static_cast<size_t>(s.cols));
-    for (int r = 0; r < s.rows; ++r) {
+    if (s.format == WeightFormat::w8a8) {  // x quantised per row, integer sums (exact in double)
+      std::vector<int8_t> qx(nx_);
+      std::vector<float> sx(static_cast<size_t>(s.n));
+      quantize_rows_int8(x_.data(), s.n, s.cols, qx.data(), sx.data());
+      const auto* q = static_cast<const int8_t*>(packed_.view().data);
+      for (int r = 0; r < s.rows; ++r)
+        for (int b = 0; b < s.n; ++b) {
+          double dot = 0.0;
+          for (int c = 0; c < s.cols; ++c)
+            dot += static_cast<double>(qx[static_cast<size_t>(b) * static_cast<size_t>(s.cols) + static_cast<size_t>(c)]) *
+                   q[static_cast<size_t>(r) * static_cast<size_t>(s.cols) + static_cast<size_t>(c)];
+          want_[static_cast<size_t>(b) * static_cast<size_t>(s.rows) + static_cast<size_t>(r)] =
+              static_cast<double>(sx[static_cast<size_t>(b)]) * packed_.view().scales[r] * dot + bias_[static_cast<size_t>(r)];
+        }
+    }
+    for (int r = 0; r < s.rows && s.format != WeightFormat::w8a8; ++r) {
       unpack_weights(row_view(r), row.data());
       for (int b = 0; b < s.n; ++b) {
         const float* x = x_.data() + static_cast<size_t>(b) * static_cast<size_t>(s.cols);
@@ -145,6 +162,7 @@ class MatvecProblem : public harness::Problem {
       case WeightFormat::f32: v.data = data + first * 4; break;
       case WeightFormat::bf16: v.data = data + first * 2; break;
       case WeightFormat::int8:
+      case WeightFormat::w8a8:
         v.data = data + first;
         v.scales += r;
         break;

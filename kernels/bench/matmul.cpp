@@ -166,27 +166,9 @@ class MatmulProblem : public harness::Problem {
     return sum;
   }
 
-  // Which entries of C the reference computes: all of them for small products; else
-  // the four edges (where ragged tiles live) and 4096 random ones (every tile of a blocked
-  // kernel is hit many times over), so validating 2048^3 costs a few milliseconds.
-  void choose_samples(uint64_t seed) {
-    const size_t total = static_cast<size_t>(s_.M) * s_.N;
-    if (static_cast<double>(total) * s_.K <= 64.0 * 1024 * 1024) {
-      samples_.resize(total);
-      for (size_t i = 0; i < total; ++i) samples_[i] = i;
-      return;
-    }
-    for (int j = 0; j < s_.N; ++j) {
-      samples_.push_back(static_cast<size_t>(j));
-      samples_.push_back(static_cast<size_t>(s_.M - 1) * s_.N + j);
-    }
-    for (int i = 0; i < s_.M; ++i) {
-      samples_.push_back(static_cast<size_t>(i) * s_.N);
-      samples_.push_back(static_cast<size_t>(i) * s_.N + s_.N - 1);
-    }
-    harness::Random rng(seed);
-    for (int r = 0; r < 4096; ++r) samples_.push_back(rng.next_u64() % total);
-  }
+  // Which entries of C the reference computes: harness::product_samples (all of them for small
+  // products; else the edges and 4096 random ones, so validating 2048^3 costs milliseconds).
+  void choose_samples(uint64_t seed) { samples_ = harness::product_samples(s_.M, s_.N, s_.K, seed); }
 
   Shape s_;
   GuardedBuffer a_, b_, c_;

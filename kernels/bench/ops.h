@@ -26,6 +26,8 @@ harness::OpBench bias_gelu_bench();
 harness::OpBench softmax_bench();
 harness::OpBench layernorm_bench();
 harness::OpBench matvec_bench();
+// The int8 GEMM ladder with fp32 sgemm beside it (kernels/bench/int8.cpp).
+harness::OpBench int8_gemm_bench();
 harness::OpBench attention_decode_bench();
 // The GPT training ops' ladders, each rung against v1 (kernels/bench/gpt_ops.cpp).
 harness::OpBench encoder_bench();

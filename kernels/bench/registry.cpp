@@ -16,6 +16,7 @@ const std::vector<harness::OpBench>& ops() {
       softmax_bench(),
       layernorm_bench(),
       matvec_bench(),
+      int8_gemm_bench(),
       attention_decode_bench(),
       encoder_bench(),
       encoder_backward_bench(),

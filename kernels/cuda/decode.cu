@@ -23,6 +23,17 @@
 //                       banks; warp_sum (common.cuh) adds the 32 lanes' partial sums.
 //                       Rows whose bytes are not a multiple of 16 (or data not 16-byte
 //                       aligned) take a scalar path: lanes stride the row one weight each.
+// w8a8 (int8 weights AND activations, lesson 15: kernels/weight_format.h) is integer
+// arithmetic in both versions: a small kernel first quantises each input row of x to int8
+// (one block per row: s_x = max|x| / 127, q = rint(x / s_x) as x * (1 / s_x), clamped to
+// [-127, 127]: kernels::quantize_rows_int8's operations, so the same bytes) into a scratch
+// buffer the launcher keeps; then v1 sums qx . q in an int32 loop per (b, r), and v2 is a warp
+// per row again, each lane taking 16 weight bytes and the 16 matching bytes of each input
+// row as four words and adding them with __dp4a (4 byte products and an add per instruction;
+// compute capability 6.1: older GPUs take four multiply-adds instead, the same result), the
+// lanes' int32 sums added across the warp. Integer sums are exact in any order, so every
+// version's sums equal the CPU's bit for bit; y = s_x s_w sum + bias is then rounded once
+// per operation (no FMA), as the CPU's.
 //
 // attention_decode: append the n new k, v rows to the caches, then each new query attends
 // over positions 0 .. pos+i. Grouped-query heads (kernels/decode.h): qkv rows are
@@ -55,6 +66,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <stdexcept>
 
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/common.cuh"
@@ -77,6 +89,7 @@ __device__ __forceinline__ float weight_at(const WeightsView& w, int r, int c) {
     case WeightFormat::f32: return static_cast<const float*>(w.data)[i];
     case WeightFormat::bf16: return bf16_bits_to_float(static_cast<const uint16_t*>(w.data)[i]);
     case WeightFormat::int8:
+    case WeightFormat::w8a8:  // int8's storage (unused: the launchers send w8a8 to its integer kernels)
       return w.scales[r] * static_cast<float>(static_cast<const int8_t*>(w.data)[i]);
     case WeightFormat::int4: {
       const unsigned byte = static_cast<const uint8_t*>(w.data)[i / 2];
@@ -293,6 +306,125 @@ __global__ void __launch_bounds__(kRowBlock)
   }
 }
 
+// ---- w8a8: int8 activations, integer dot products ---------------------------------------------
+
+// Block b quantises row b of x (n, cols): sx[b] = max |x| / 127, qx[b, c] = clamp(rint(x[b, c]
+// * (1 / sx[b])), -127, 127), 0 for an all-zero row (kernels::quantize_rows_int8). The max is
+// exact in any order; the divisions are IEEE (nvcc's default -prec-div=true); a product alone
+// before rint cannot be contracted into an FMA.
+__global__ void __launch_bounds__(kBlock) quantize_rows_kernel(int8_t* qx, float* sx, const float* x, int cols) {
+  __shared__ float warp_max[kBlock / 32];
+  __shared__ float row_scale;
+  const int t = static_cast<int>(threadIdx.x);
+  const float* xb = x + static_cast<size_t>(blockIdx.x) * static_cast<size_t>(cols);
+  float m = 0.0f;
+  for (int c = t; c < cols; c += kBlock) m = fmaxf(m, fabsf(xb[c]));
+  for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+  if (t % 32 == 0) warp_max[t / 32] = m;
+  __syncthreads();
+  if (t == 0) {
+    float amax = 0.0f;
+    for (int i = 0; i < kBlock / 32; ++i) amax = fmaxf(amax, warp_max[i]);
+    row_scale = amax / 127.0f;
+    sx[blockIdx.x] = row_scale;
+  }
+  __syncthreads();
+  const float s = row_scale;
+  const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+  int8_t* qb = qx + static_cast<size_t>(blockIdx.x) * static_cast<size_t>(cols);
+  for (int c = t; c < cols; c += kBlock) {
+    const float v = fminf(fmaxf(rintf(xb[c] * inv), -127.0f), 127.0f);
+    qb[c] = static_cast<int8_t>(static_cast<int>(v));
+  }
+}
+
+// y = sx * sw * dot + bias, each operation rounded on its own (kernels/decode.cpp's w8a8_output).
+__device__ __forceinline__ float w8a8_output(float sx, float sw, int dot, const float* bias, int r) {
+  const float v = __fmul_rn(__fmul_rn(sx, sw), static_cast<float>(dot));
+  return bias != nullptr ? __fadd_rn(v, bias[r]) : v;
+}
+
+// c + the four products of the signed bytes of a and b: __dp4a where the GPU has it (6.1),
+// four multiply-adds otherwise (the same int32).
+__device__ __forceinline__ int dot4_i8(int a, int b, int c) {
+#if NNLAB_CUDA_SM_AT_LEAST(NNLAB_SM_PASCAL)
+  return __dp4a(a, b, c);
+#else
+#pragma unroll
+  for (int l = 0; l < 4; ++l) {
+    c += static_cast<int>(static_cast<int8_t>(static_cast<unsigned>(a) >> (8 * l) & 0xFFu)) *
+         static_cast<int>(static_cast<int8_t>(static_cast<unsigned>(b) >> (8 * l) & 0xFFu));
+  }
+  return c;
+#endif
+}
+
+// v1: thread (b, r) sums qx[b, c] q[r, c] over c in an int32 loop.
+__global__ void matvec_w8a8_v1_kernel(float* y, const int8_t* qx, const float* sx, WeightsView w, const float* bias,
+                                      int n) {
+  const size_t item = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // b * rows + r
+  if (item >= static_cast<size_t>(n) * static_cast<size_t>(w.rows)) return;
+  const int b = static_cast<int>(item / static_cast<size_t>(w.rows));
+  const int r = static_cast<int>(item % static_cast<size_t>(w.rows));
+  const size_t cols = static_cast<size_t>(w.cols);
+  const int8_t* qb = qx + static_cast<size_t>(b) * cols;
+  const int8_t* wr = static_cast<const int8_t*>(w.data) + static_cast<size_t>(r) * cols;
+  int dot = 0;
+  for (size_t c = 0; c < cols; ++c) dot += static_cast<int>(qb[c]) * static_cast<int>(wr[c]);
+  y[item] = w8a8_output(sx[b], w.scales[r], dot, bias, r);
+}
+
+// v2: a warp per output row r, up to kMaxN input rows per pass. vec: 16-byte loads of the
+// weights and of qx (cols % 16 == 0, both 16-byte aligned), four __dp4a per input row per
+// load; else one byte each per lane per step. The 32 lanes' int32 sums: a butterfly (exact).
+__global__ void __launch_bounds__(kRowBlock)
+    matvec_w8a8_v2_kernel(float* y, const int8_t* qx, const float* sx, WeightsView w, const float* bias, int n,
+                          bool vec) {
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int r = static_cast<int>(blockIdx.x) * kRowWarps + warp;
+  if (r >= w.rows) return;  // a whole warp: no block-wide barriers below
+  const size_t cols = static_cast<size_t>(w.cols);
+  const int8_t* wr = static_cast<const int8_t*>(w.data) + static_cast<size_t>(r) * cols;
+  for (int n0 = 0; n0 < n; n0 += kMaxN) {
+    const int nc = min(kMaxN, n - n0);
+    int acc[kMaxN];
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) acc[nb] = 0;
+    if (vec) {
+      for (size_t c = static_cast<size_t>(lane) * 16; c < cols; c += 32 * 16) {
+        const int4 wv = *reinterpret_cast<const int4*>(wr + c);
+#pragma unroll
+        for (int nb = 0; nb < kMaxN; ++nb) {
+          if (nb < nc) {
+            const int4 xv = *reinterpret_cast<const int4*>(qx + static_cast<size_t>(n0 + nb) * cols + c);
+            acc[nb] = dot4_i8(wv.x, xv.x, dot4_i8(wv.y, xv.y, dot4_i8(wv.z, xv.z, dot4_i8(wv.w, xv.w, acc[nb]))));
+          }
+        }
+      }
+    } else {
+      for (size_t c = static_cast<size_t>(lane); c < cols; c += 32) {
+        const int wq = wr[c];
+#pragma unroll
+        for (int nb = 0; nb < kMaxN; ++nb) {
+          if (nb < nc) acc[nb] += wq * static_cast<int>(qx[static_cast<size_t>(n0 + nb) * cols + c]);
+        }
+      }
+    }
+#pragma unroll
+    for (int nb = 0; nb < kMaxN; ++nb) {
+      if (nb < nc) {
+        int s = acc[nb];
+        for (int offset = 16; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
+        if (lane == 0) {
+          y[static_cast<size_t>(n0 + nb) * static_cast<size_t>(w.rows) + static_cast<size_t>(r)] =
+              w8a8_output(sx[n0 + nb], w.scales[r], s, bias, r);
+        }
+      }
+    }
+  }
+}
+
 // ---- attention_decode ------------------------------------------------------------------------
 
 // v1, step 1: one thread per float of the new rows: k, v of qkv (B, n, C + 2 KV) into the
@@ -451,6 +583,10 @@ void check_matvec(const char* op, const WeightsView& w, int n) {
     throw Error(std::string(op) + ": negative size (rows " + std::to_string(w.rows) + ", cols " +
                 std::to_string(w.cols) + ", n " + std::to_string(n) + ")");
   }
+  if (w.format == WeightFormat::w8a8 && w.cols > 65536) {  // int32 sums of cols products up to 127^2
+    throw Error(std::string(op) + ": a w8a8 matrix cannot have more than 65536 columns (int32 sums), not " +
+                std::to_string(w.cols));
+  }
   if ((w.format == WeightFormat::int4 && w.cols % kInt4Group != 0) || (w.format == WeightFormat::sparse24 && w.cols % 8 != 0)) {
     throw Error(std::string(op) + ": a " + format_name(w.format) + " matrix cannot have " + std::to_string(w.cols) +
                 " columns (kernels::check_packable)");
@@ -479,6 +615,37 @@ void launch_matvec_v2(float* y, const float* x, const WeightsView& w, const floa
          dim3(kRowBlock), smem, y, x, w, bias, n, vec);
 }
 
+// The quantised input rows of a w8a8 matvec: a device buffer this build keeps and grows
+// (cudaFree + cudaMalloc only when a call needs more than any call before), so the launchers
+// keep MatvecFn's signature (no workspace argument). Not thread-safe, like the default stream
+// every launcher uses.
+struct W8a8Scratch {
+  int8_t* qx;  // (n, cols), rows 16-byte aligned when cols % 16 == 0
+  float* sx;   // (n)
+};
+W8a8Scratch w8a8_scratch(int n, int cols) {
+  static void* buffer = nullptr;
+  static size_t capacity = 0;
+  const size_t q_bytes = (static_cast<size_t>(n) * static_cast<size_t>(cols) + 255) / 256 * 256;
+  const size_t need = q_bytes + static_cast<size_t>(n) * sizeof(float);
+  if (need > capacity) {
+    if (buffer != nullptr) check(cudaFree(buffer), "matvec w8a8: cudaFree of the quantised-x scratch");
+    buffer = nullptr;
+    capacity = 0;
+    check(cudaMalloc(&buffer, need), "matvec w8a8: cudaMalloc of " + std::to_string(need) + " bytes of scratch");
+    capacity = need;
+  }
+  return {static_cast<int8_t*>(buffer), reinterpret_cast<float*>(static_cast<unsigned char*>(buffer) + q_bytes)};
+}
+
+// Step 1 of both versions' w8a8: x (n, cols) -> the scratch's qx, sx.
+W8a8Scratch quantize_x(const float* x, int n, int cols) {
+  const W8a8Scratch s = w8a8_scratch(n, cols);
+  launch("quantize_rows_kernel", quantize_rows_kernel, dim3(static_cast<unsigned>(n)), dim3(kBlock), 0, s.qx, s.sx, x,
+         cols);
+  return s;
+}
+
 }  // namespace
 
 // ---- the launchers ------------------------------------------------------------------------
@@ -487,6 +654,17 @@ void matvec_v1(float* y, const float* x, const WeightsView& w, const float* bias
   check_matvec("matvec v1", w, n);
   const size_t items = static_cast<size_t>(n) * static_cast<size_t>(w.rows);
   if (items == 0) return;
+  if (w.format == WeightFormat::w8a8) {
+    if (w.cols == 0) {  // empty dot products: y = bias (or 0), through the same kernel
+      launch("matvec_v1_kernel", matvec_v1_kernel, dim3(static_cast<unsigned>((items + kBlock - 1) / kBlock)),
+             dim3(kBlock), 0, y, x, w, bias, n);
+      return;
+    }
+    const W8a8Scratch s = quantize_x(x, n, w.cols);
+    launch("matvec_w8a8_v1_kernel", matvec_w8a8_v1_kernel, dim3(static_cast<unsigned>((items + kBlock - 1) / kBlock)),
+           dim3(kBlock), 0, y, static_cast<const int8_t*>(s.qx), static_cast<const float*>(s.sx), w, bias, n);
+    return;
+  }
   launch("matvec_v1_kernel", matvec_v1_kernel, dim3(static_cast<unsigned>((items + kBlock - 1) / kBlock)),
          dim3(kBlock), 0, y, x, w, bias, n);
 }
@@ -500,6 +678,17 @@ void matvec_v2(float* y, const float* x, const WeightsView& w, const float* bias
     case WeightFormat::int8: launch_matvec_v2<WeightFormat::int8>(y, x, w, bias, n); break;
     case WeightFormat::int4: launch_matvec_v2<WeightFormat::int4>(y, x, w, bias, n); break;
     case WeightFormat::sparse24: launch_matvec_v2<WeightFormat::sparse24>(y, x, w, bias, n); break;
+    case WeightFormat::w8a8: {
+      if (w.cols == 0) {  // empty dot products: y = bias (or 0)
+        launch_matvec_v2<WeightFormat::int8>(y, x, w, bias, n);
+        break;
+      }
+      const W8a8Scratch s = quantize_x(x, n, w.cols);
+      const bool vec = w.cols % 16 == 0 && aligned16(w.data) && aligned16(s.qx);
+      launch("matvec_w8a8_v2_kernel", matvec_w8a8_v2_kernel, dim3(static_cast<unsigned>(ceil_div(w.rows, kRowWarps))),
+             dim3(kRowBlock), 0, y, static_cast<const int8_t*>(s.qx), static_cast<const float*>(s.sx), w, bias, n, vec);
+      break;
+    }
   }
 }
 
@@ -542,7 +731,7 @@ void add_decode(Kernels& k) {
       {1, "naive", "one thread per (input row, output row), one weight dequantised at a time; uncoalesced",
         matvec_v1, {NNLAB_SM_MAXWELL}},
       {2, "warp per row", "16-byte coalesced loads dequantised in registers, each weight used by up to 8 input "
-                              "rows, x in swizzled shared memory, warp_sum",
+                              "rows, x in swizzled shared memory, warp_sum; w8a8: __dp4a on int8 x and W",
         matvec_v2, {NNLAB_SM_MAXWELL}},
   };
   k.attention_decode = {

@@ -174,6 +174,12 @@ using AttentionDecodeFn = void (*)(float* out, float* kcache, float* vcache, con
 // FLOPs launched.
 using FmaPeakFn = double (*)(float* out, int blocks, int threads, int iters);
 
+// ---- integer inference (lesson 15, issue 25): the host versions are kernels/int8_gemm.h ----
+// C (M,N) int32 = A (M,K) int8 . B (N,K)^T int8, both row-major with K contiguous (the GPT's
+// "NT" product: activations times a Linear weight as stored). Exact: every version gives
+// kernels::int8_gemm_v1's int32s bit for bit. C assigned.
+using Int8GemmFn = void (*)(int32_t* C, const int8_t* A, const int8_t* B, int M, int N, int K);
+
 // ---- the versions of an op ---------------------------------------------------------------
 
 // The oldest GPU a version runs on, as a compute capability (10 * major + minor), set by the
@@ -187,6 +193,8 @@ using FmaPeakFn = double (*)(float* out, int blocks, int threads, int iters);
 #define NNLAB_SM_MAXWELL 50  // the oldest CUDA 12 compiles for (CUDA 13: 7.5). fp32 arithmetic, shared
                              // memory, __syncthreads, the _sync shuffles and ballots (3.0 hardware),
                              // float atomicAdd (2.0): everything the fp32 versions use
+#define NNLAB_SM_PASCAL 61   // __dp4a: a 4-way int8 dot product into int32 per instruction (GTX 10x0: 6.1)
+#define NNLAB_SM_XAVIER 72   // int8 tensor cores through wmma m16n16k16 (Jetson AGX Xavier 7.2, Turing 7.5 on)
 #define NNLAB_SM_AMPERE 80   // tensor cores through wmma with TF32 (m16n16k8) or BF16 (m16n16k16) inputs
 
 // A version of a CUDA op is a kernels::OpVersion<Fn> (kernels/versions.h), the type the CPU
@@ -232,6 +240,8 @@ struct Kernels {
   // inference (lesson 10)
   std::vector<OpVersion<MatvecFn>> matvec;
   std::vector<OpVersion<AttentionDecodeFn>> attention_decode;
+  // integer inference (lesson 15): int8.cu
+  std::vector<OpVersion<Int8GemmFn>> int8_gemm;
   FmaPeakFn fma_peak = nullptr;  // the GPU harness's FLOP ceiling (kernels/cuda/bench/run.h)
 };
 

@@ -27,6 +27,7 @@ const Kernels& table() {
     add_gpt_ops(t);
     add_llama_ops(t);
     add_decode(t);
+    add_int8(t);
     add_ceilings(t);
     return t;
   }();

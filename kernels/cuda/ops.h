@@ -21,6 +21,7 @@ void add_gpt_ops(Kernels& k);             // gpt_ops.cu: encoder, gelu backward,
                                           // cross-entropy loss and backward, sum, scale
 void add_llama_ops(Kernels& k);           // llama_ops.cu: rmsnorm forward and backward, rope, swiglu
 void add_decode(Kernels& k);              // decode.cu: matvec over packed weights, attention over a KV cache
+void add_int8(Kernels& k);                // int8.cu: the int8 GEMM (naive, dp4a, int8 tensor cores)
 void add_ceilings(Kernels& k);            // ceilings.cu: the FP32 FMA peak kernel
 
 // This build's device (device_impl.cu): the emulator always; on the GPU build, the first

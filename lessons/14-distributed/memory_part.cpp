@@ -39,7 +39,7 @@ int run_zero_part(const Options& opts) {
   const int64_t P = gpt::num_parameters(c);
   const int most = opts.quick ? 4 : 8;
   std::printf("%zd parameters; plain data parallelism: every rank holds m and v, 8 P = %.2f MB\n", static_cast<ssize_t>(P),
-              8.0 * P / 1e6);
+              8.0 * static_cast<double>(P) / 1e6);
   std::printf("%6s %16s %16s %16s\n", "ranks", "largest rank MB", "smallest MB", "plan 8P/N MB");
   std::ostringstream rec;
   rec << "{\"params\": " << P << ", \"rows\": [";
@@ -54,7 +54,7 @@ int run_zero_part(const Options& opts) {
     });
     const int64_t hi = *std::max_element(bytes.begin(), bytes.end()), lo = *std::min_element(bytes.begin(), bytes.end());
     const double plan = gpt::plan::state_bytes_per_rank(static_cast<double>(P), gpt::plan::Precision::fp32, 1, n).optimizer;
-    std::printf("%6d %16.3f %16.3f %16.3f\n", n, hi / 1e6, lo / 1e6, plan / 1e6);
+    std::printf("%6d %16.3f %16.3f %16.3f\n", n, static_cast<double>(hi) / 1e6, static_cast<double>(lo) / 1e6, plan / 1e6);
     rec << (n > 1 ? ", " : "") << "{\"ranks\": " << n << ", \"max_bytes\": " << hi << ", \"min_bytes\": " << lo
         << ", \"plan_bytes\": " << jnum(plan) << "}";
   }
@@ -104,8 +104,9 @@ int run_recompute_part(const Options& opts) {
       const int64_t bd = gpt::memory_breakdown(c, B, T, be->keeps_preatt(), r == 1).activations;
       NN_CHECK(bd == held[r], "recompute: the model holds " << held[r] << " bytes of activations, memory_breakdown says "
                                                           << bd);
-      std::printf("%7d %12s %14.2f %14.2f %12.2f %11.0f%% %7.0f%%\n", layers, r ? "recompute" : "store", held[r] / 1e6,
-                  bd / 1e6, ms[r], r ? 100 * (ms[1] / ms[0] - 1) : 0.0, r ? 100 * (1 - double(held[1]) / held[0]) : 0.0);
+      std::printf("%7d %12s %14.2f %14.2f %12.2f %11.0f%% %7.0f%%\n", layers, r ? "recompute" : "store", static_cast<double>(held[r]) / 1e6,
+                  static_cast<double>(bd) / 1e6, ms[r], r ? 100 * (ms[1] / ms[0] - 1) : 0.0,
+                  r ? 100 * (1 - static_cast<double>(held[1]) / static_cast<double>(held[0])) : 0.0);
       rec << (first ? "" : ", ") << "{\"layers\": " << layers << ", \"recompute\": " << (r ? "true" : "false")
           << ", \"activation_bytes\": " << held[r] << ", \"ms\": " << jnum(ms[r]) << "}";
       first = false;

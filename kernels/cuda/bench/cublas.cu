@@ -102,4 +102,22 @@ void cublas_gemm(float* C, const float* A, const float* B, int M, int N, int K, 
   }
 }
 
+void cublas_gemm_int8(int32_t* C, const int8_t* A, const int8_t* B, int M, int N, int K) {
+  const Handle& h = the_handle();
+  if (h.created != CUBLAS_STATUS_SUCCESS) throw Error("cuBLAS: cublasCreate failed: " + describe(h.created));
+  cublasStatus_t s = cublasSetMathMode(h.handle, CUBLAS_DEFAULT_MATH);
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error("cublasSetMathMode: " + describe(s));
+  // Column-major, as cublas_gemm: row-major C (M,N) is column-major C^T (N,M), ld N, and
+  // C^T = B . A^T. B stored (N,K) row-major reads column-major as B^T (K,N), ld K: OP_T gives
+  // B. A stored (M,K) reads as A^T (K,M), ld K: OP_N. This "TN" form, both operands K-major,
+  // is the layout cuBLAS's int8 kernels want. alpha and beta are int32 with COMPUTE_32I.
+  const int32_t alpha = 1, beta = 0;
+  s = cublasGemmEx(h.handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, B, CUDA_R_8I, K, A, CUDA_R_8I, K, &beta, C,
+                   CUDA_R_32I, N, CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw Error("cublasGemmEx (int8, M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                "): " + describe(s));
+  }
+}
+
 }  // namespace kernels::cuda::bench

@@ -7,6 +7,7 @@
 // says why not, and the bench lists no cuBLAS variants).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "kernels/cuda/device.h"
@@ -22,6 +23,13 @@ bool cublas_available(Device& dev, std::string* why);
 // (CUBLAS_TF32_TENSOR_OP_MATH, v8's and v10's peer); otherwise pure fp32 (CUBLAS_DEFAULT_MATH).
 // Throws kernels::cuda::Error when cuBLAS fails.
 void cublas_sgemm(float* C, const float* A, const float* B, int M, int N, int K, bool tf32);
+
+// The int8 GEMM ladder's peer (kernels/cuda/bench/int8.cpp): C (M,N) int32 = A (M,K) int8 .
+// B (N,K)^T int8, all row-major device pointers (kernels/cuda/device.h: Int8GemmFn), with
+// cublasGemmEx on CUDA_R_8I inputs, a CUDA_R_32I output and CUBLAS_COMPUTE_32I. cuBLAS's
+// int8 paths want K a multiple of 4 and 4-byte aligned pointers: callers pad K with zeros
+// (exact: a zero byte adds nothing). On the default stream; throws Error on failure.
+void cublas_gemm_int8(int32_t* C, const int8_t* A, const int8_t* B, int M, int N, int K);
 
 // How cublas_gemm multiplies fp32 matrices: pure fp32 (CUBLAS_COMPUTE_32F), or on tensor
 // cores with the inputs rounded to TF32 or to BF16 (CUBLAS_COMPUTE_32F_FAST_TF32 and

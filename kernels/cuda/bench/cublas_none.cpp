@@ -17,4 +17,8 @@ void cublas_gemm(float*, const float*, const float*, int, int, int, const Matmul
   throw Error("cuBLAS: built without nvcc");
 }
 
+void cublas_gemm_int8(int32_t*, const int8_t*, const int8_t*, int, int, int) {
+  throw Error("cuBLAS: built without nvcc");
+}
+
 }  // namespace kernels::cuda::bench

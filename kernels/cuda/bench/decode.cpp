@@ -2,7 +2,8 @@
 // harness: matvec over packed weights and attention over a KV cache.
 //
 // matvec sizes: "<format> <rows>x<cols>x<n> [nobias] [shifted]", format one of fp32, bf16,
-// int8, int4, sparse24 (kernels::parse_format). W is random in [-1, 1), packed on the host
+// int8, int4, sparse24, w8a8 (kernels::parse_format; w8a8 quantises x to int8 too and sums in
+// int32, so its versions differ from the reference only in how y's float ops round). W is random in [-1, 1), packed on the host
 // (kernels::pack_weights; sparse24 keeps the 2 largest of every 4), x and bias random.
 // "shifted" puts W's data 4 bytes past 16-byte alignment (v2's scalar path, whatever cols).
 // The GPU sizes are 8192 x 8192 per format at n = 1 (256 MiB of fp32 weights down to 36 MiB
@@ -286,15 +287,15 @@ class AttentionDecodeProblem final : public Problem {
 Op matvec_op() {
   Op op;
   op.name = "matvec";
-  op.summary = "y = x W^T + b with W packed (fp32, bf16, int8, int4, 2:4) and dequantised on the fly: naive vs "
-               "warp per row with 16-byte coalesced loads";
+  op.summary = "y = x W^T + b with W packed (fp32, bf16, int8, int4, 2:4) and dequantised on the fly, or w8a8 (x "
+               "quantised to int8 too, int32 dot products): naive vs warp per row with 16-byte coalesced loads";
   op.sizes = {"fp32 8192x8192x1", "bf16 8192x8192x1", "int8 8192x8192x1", "int4 8192x8192x1", "sparse24 8192x8192x1",
-              "fp32 8192x8192x8"};
+              "w8a8 8192x8192x1", "fp32 8192x8192x8"};
   // Every format at 37 rows (not a multiple of the 8 rows of a v2 block), 96 columns, n = 1
   // and 3; 1056 columns (two of v2's 1024-column tiles); n = 17 (three passes of 8); columns
   // whose rows are not 16-byte multiples (fp32 90, bf16 100, int8 104: v2's scalar path);
   // data 4 bytes past alignment.
-  for (const char* f : {"fp32", "bf16", "int8", "int4", "sparse24"}) {
+  for (const char* f : {"fp32", "bf16", "int8", "int4", "sparse24", "w8a8"}) {
     const std::string s(f);
     op.test_sizes.push_back(s + " 37x96x1");
     op.test_sizes.push_back(s + " 37x96x3 nobias");
@@ -302,7 +303,7 @@ Op matvec_op() {
     op.test_sizes.push_back(s + " 19x64x17");
     op.test_sizes.push_back(s + " 13x96x2 shifted");
   }
-  for (const char* s : {"fp32 37x90x2", "bf16 37x100x2", "int8 37x104x2"}) op.test_sizes.push_back(s);
+  for (const char* s : {"fp32 37x90x2", "bf16 37x100x2", "int8 37x104x2", "w8a8 37x104x2"}) op.test_sizes.push_back(s);
   op.variants = [](Device& dev) { return variants_of(dev.kernels().matvec); };
   op.make = [](Device& dev, const std::string& size, uint64_t seed) -> std::unique_ptr<Problem> {
     return std::make_unique<MatvecProblem>(dev, parse_matvec(size), seed);

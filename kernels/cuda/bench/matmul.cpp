@@ -351,28 +351,9 @@ class MatmulProblem final : public Problem {
     return sum;
   }
 
-  // All entries when M N K <= 2^26 (the test sizes); else the four edges (where partial
-  // tiles live) and 4096 random entries (so the reference of a 4096^3 product costs ~20K x 4096
-  // multiply-adds, not 2^36).
-  void choose_samples(uint64_t seed) {
-    const size_t total = elements_c();
-    if (static_cast<double>(total) * s_.K <= 64.0 * 1024 * 1024) {
-      samples_.resize(total);
-      for (size_t i = 0; i < total; ++i) samples_[i] = i;
-      return;
-    }
-    const size_t M = static_cast<size_t>(s_.M), N = static_cast<size_t>(s_.N);
-    for (size_t j = 0; j < N; ++j) {
-      samples_.push_back(j);                // first row
-      samples_.push_back((M - 1) * N + j);  // last row
-    }
-    for (size_t i = 0; i < M; ++i) {
-      samples_.push_back(i * N);          // first column
-      samples_.push_back(i * N + N - 1);  // last column
-    }
-    harness::Random rng(seed);
-    for (int r = 0; r < 4096; ++r) samples_.push_back(rng.next_u64() % total);
-  }
+  // harness::product_samples: all entries when M N K <= 2^26 (the test sizes); else the four
+  // edges (where partial tiles live) and 4096 random entries.
+  void choose_samples(uint64_t seed) { samples_ = harness::product_samples(s_.M, s_.N, s_.K, seed); }
 
   Device& dev_;
   MatmulSize s_;

@@ -87,6 +87,8 @@ Op swiglu_backward_op();
 // inference (issue 8)
 Op matvec_op();                  // bench/decode.cpp
 Op attention_decode_op();
+// integer inference (lesson 15, issue 25)
+Op int8_gemm_op();               // bench/int8.cpp
 
 // ---- helpers the op descriptions share (kernels/cuda/bench/registry.cpp) -------------------
 

@@ -23,6 +23,8 @@ const std::vector<Op>& ops() {
       swiglu_backward_op(),
       // inference (lesson 10)
       matvec_op(), attention_decode_op(),
+      // integer inference (lesson 15)
+      int8_gemm_op(),
   };
   return all;
 }

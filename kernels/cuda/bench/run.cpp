@@ -333,7 +333,7 @@ void write_json(std::ostream& out, const Report& rep) {
       << ", \"runtime\": " << json_string(d.runtime) << "},\n";
   out << "  \"host\": {\"cpu\": " << json_string(rep.host.cpu) << ", \"cores\": " << rep.host.cores
       << ", \"compiler\": " << json_string(rep.host.compiler) << ", \"date\": " << json_string(rep.host.date)
-      << "},\n";
+      << ", \"energy\": " << (rep.host.energy.empty() ? "null" : rep.host.energy) << "},\n";
   out << "  \"ceilings\": {\"copy_gbs\": " << json_number(rep.ceilings.copy_gbs)
       << ", \"copy_bytes\": " << rep.ceilings.copy_bytes << ", \"fma_gflops\": " << json_number(rep.ceilings.fma_gflops)
       << "},\n";
@@ -357,7 +357,7 @@ void write_json(std::ostream& out, const Report& rep) {
         << ", \"frac_bw\": " << json_number(r.frac_bw) << ", \"ceiling\": " << json_string(r.ceiling)
         << ", \"ceiling_gflops\": " << json_number(r.ceiling_gflops) << ", \"frac_peak\": " << json_number(r.frac_peak)
         << ", \"vs_peer\": " << json_number(r.vs_peer) << ", \"peer_variant\": " << json_string(r.peer_variant)
-        << ", \"workspace_bytes\": " << r.workspace_bytes << "}";
+        << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"energy\": " << energy::json(r.energy) << "}";
   }
   out << "\n  ]\n}\n";
 }

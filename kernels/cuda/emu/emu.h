@@ -288,6 +288,19 @@ inline unsigned __float_as_uint(float x) { unsigned i; std::memcpy(&i, &x, 4); r
 inline float __int_as_float(int i) { float x; std::memcpy(&x, &i, 4); return x; }
 inline float __uint_as_float(unsigned i) { float x; std::memcpy(&x, &i, 4); return x; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+// The 4-way byte dot product of compute capability 6.1 (PTX dp4a.s32.s32): each int holds
+// four signed 8-bit lanes (lane i in bits 8i..8i+7); c + the sum of the four lane products,
+// in int32 (wrapping, as the hardware's add; |sum| <= 4 * 128 * 128 leaves c the only way
+// to overflow).
+inline int __dp4a(int a, int b, int c) {
+  uint32_t sum = static_cast<uint32_t>(c);
+  for (int i = 0; i < 4; ++i) {
+    const int x = static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i) & 0xFFu);
+    const int y = static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i) & 0xFFu);
+    sum += static_cast<uint32_t>(x * y);
+  }
+  return static_cast<int>(sum);
+}
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 template <class T>

@@ -1,6 +1,7 @@
 // kernels/cuda/emu/wmma.h: the part of CUDA's <mma.h> (nvcuda::wmma, the warp-level
 // tensor-core API) and <cuda_bf16.h> that the tensor-core kernels use (TF32: matmul v8 and
-// v10; BF16: matmul v11, kernels/cuda/matmul.cu), for the emulator. Include after
+// v10; BF16: matmul v11, kernels/cuda/matmul.cu; int8: int8_gemm v3, kernels/cuda/int8.cu),
+// for the emulator. Include after
 // kernels/cuda/cuda.h, in emulated builds only; nvcc builds include <mma.h> and
 // <cuda_bf16.h>.
 //
@@ -10,6 +11,9 @@
 //   fragment<matrix_a,    16,16,16, __nv_bfloat16,   row_major | col_major>
 //   fragment<matrix_b,    16,16,16, __nv_bfloat16,   row_major | col_major>
 //   fragment<accumulator, 16,16,16, float>
+//   fragment<matrix_a,    16,16,16, signed char,     row_major | col_major>
+//   fragment<matrix_b,    16,16,16, signed char,     row_major | col_major>
+//   fragment<accumulator, 16,16,16, int>
 //   fill_fragment, load_matrix_sync, mma_sync, store_matrix_sync (mem_row_major |
 //   mem_col_major), __float_to_tf32
 //   __nv_bfloat16, __float2bfloat16, __bfloat162float (global namespace, as in CUDA)
@@ -35,7 +39,12 @@
 //     significant bits, so it is exact in fp32: mma_sync multiplies exactly and sums in
 //     fp32, in k order (the hardware's order and rounding inside one mma are its own:
 //     results may differ from a GPU's in the low bits of the fp32 sum).
-// Not modelled: any other shape or precision (half, int8, fp64), accumulator loads, speed.
+//   - int8 (compute capability 7.2): signed char inputs, int32 accumulator. Integer
+//     arithmetic is exact, so here the emulator and a GPU must agree bit for bit: mma_sync
+//     sums the 16 products into c in int32, wrapping on overflow as the hardware's adds do
+//     (the satf argument, saturation, is not modelled: nothing here asks for it).
+// Not modelled: any other shape or precision (half, uint8, int4, fp64), accumulator loads,
+// speed.
 #pragma once
 
 #include <cmath>
@@ -149,6 +158,15 @@ class fragment<matrix_b, 16, 16, 16, __nv_bfloat16, Layout> : public frag_tile<1
 template <>
 class fragment<accumulator, 16, 16, 16, float, void> : public frag_tile<16, 16> {};
 
+// int8: A 16 x 16 and B 16 x 16 of signed char, the accumulator 16 x 16 of int (int8_t is
+// signed char, so int8_t pointers load them).
+template <class Layout>
+class fragment<matrix_a, 16, 16, 16, signed char, Layout> : public frag_tile<16, 16, signed char> {};
+template <class Layout>
+class fragment<matrix_b, 16, 16, 16, signed char, Layout> : public frag_tile<16, 16, signed char> {};
+template <>
+class fragment<accumulator, 16, 16, 16, int, void> : public frag_tile<16, 16, int> {};
+
 namespace detail {
 template <class L>
 constexpr bool is_row_major() {
@@ -203,10 +221,10 @@ void load_matrix_sync(fragment<Use, 16, 16, K, T, L>& f, const typename detail::
   }
 }
 
-// Stores the accumulator: element (r, c) to p[r * ldm + c] (mem_row_major) or
-// p[c * ldm + r] (mem_col_major). Every lane writes the same values.
-template <int K>
-void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, K, float>& f, unsigned ldm, layout_t layout) {
+// Stores the accumulator (float, or int for int8): element (r, c) to p[r * ldm + c]
+// (mem_row_major) or p[c * ldm + r] (mem_col_major). Every lane writes the same values.
+template <int K, class T>
+void store_matrix_sync(T* p, const fragment<accumulator, 16, 16, K, T>& f, unsigned ldm, layout_t layout) {
   detail::collective("wmma::store_matrix_sync");
   detail::check_ldm("wmma::store_matrix_sync", p, ldm);
   for (int r = 0; r < 16; ++r) {
@@ -250,6 +268,23 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix
       float sum = c.at(i, j);
       for (int k = 0; k < 16; ++k) sum = std::fma(__bfloat162float(a.at(i, k)), __bfloat162float(b.at(k, j)), sum);
       out.at(i, j) = sum;
+    }
+  }
+  d = out;
+}
+
+// d = a . b + c: d (16,16) = a (16,16) . b (16,16) + c (16,16), signed 8-bit inputs, int32
+// sums: exact (each product fits in 15 bits), wrapping like the hardware's 32-bit adds.
+template <class LA, class LB>
+void mma_sync(fragment<accumulator, 16, 16, 16, int>& d, const fragment<matrix_a, 16, 16, 16, signed char, LA>& a,
+              const fragment<matrix_b, 16, 16, 16, signed char, LB>& b, const fragment<accumulator, 16, 16, 16, int>& c) {
+  detail::collective("wmma::mma_sync");
+  fragment<accumulator, 16, 16, 16, int> out;
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      uint32_t sum = static_cast<uint32_t>(c.at(i, j));
+      for (int k = 0; k < 16; ++k) sum += static_cast<uint32_t>(int{a.at(i, k)} * int{b.at(k, j)});
+      out.at(i, j) = static_cast<int>(sum);
     }
   }
   d = out;
