@@ -43,9 +43,7 @@ Target load_target(const Options& opts) {
   return t;
 }
 
-double decode_tokens_per_s(const gpt::GPT& model, kernels::WeightFormat f, gpt::Backend& be, int tokens,
-                           uint64_t seed) {
-  const gpt::InferenceModel im = gpt::pack_model(model, f, be.memory());
+double decode_tokens_per_s(const gpt::InferenceModel& im, gpt::Backend& be, int tokens, uint64_t seed) {
   gpt::Decoder dec(im, be);
   gpt::GenerateOptions o;
   o.tokens = tokens;

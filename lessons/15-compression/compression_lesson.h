@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "gpt/backend.h"
+#include "gpt/infer.h"
 #include "gpt/train.h"
 #include "kernels/weight_format.h"
 #include "lessons/common/parts.h"
@@ -72,9 +73,9 @@ struct Target {
   std::string corpus;
 };
 Target load_target(const Options& opts);
-// Decoding tokens/s at batch 1 of `model` packed in `f` (gpt::Decoder on `be`): one warm-up,
-// then the best of 3 greedy generations of `tokens` tokens after a one-token prompt.
-double decode_tokens_per_s(const gpt::GPT& model, kernels::WeightFormat f, gpt::Backend& be, int tokens,
-                           uint64_t seed);
+// Decoding tokens/s at batch 1 of a packed model (gpt::Decoder on `be`, whose memory holds
+// `im`): one warm-up, then the best of 3 greedy generations of `tokens` tokens after a
+// one-token prompt.
+double decode_tokens_per_s(const gpt::InferenceModel& im, gpt::Backend& be, int tokens, uint64_t seed);
 
 }  // namespace lesson15

@@ -90,7 +90,7 @@ int run_energy_part(const Options& opts) {
     const gpt::InferenceModel im = gpt::pack_model(model, f, be->memory());
     const double bpt = static_cast<double>(im.weight_bytes_per_token());
     largest_bpt = std::max(largest_bpt, bpt);
-    const double tps = decode_tokens_per_s(model, f, *be, tokens, opts.seed);
+    const double tps = decode_tokens_per_s(im, *be, tokens, opts.seed);
     float loss;
     if (std::string(name) == "w8a8") {
       gpt::CompressedEval e;

@@ -154,8 +154,8 @@ int run_w8a8_part(const Options& opts) {
     }
     gpt::GPT src = gpt::gpt_move_to(model, gpt::host_memory());
     if (std::string(name) == "w8a8") gpt::smooth_model(src, cal, best_alpha);
-    const double tps = decode_tokens_per_s(src, f, *be, tokens, opts.seed);
-    const gpt::InferenceModel im = gpt::pack_model(src, f);
+    const gpt::InferenceModel im = gpt::pack_model(src, f, be->memory());
+    const double tps = decode_tokens_per_s(im, *be, tokens, opts.seed);
     std::cout << "  " << std::left << std::setw(8) << name << std::right << std::setw(12) << fixed(tps, 1)
               << " tokens/s   " << im.weight_bytes_per_token() << " bytes/token\n";
     js << (first ? "" : ", ") << "{\"format\": " << json_string(name) << ", \"tokens_per_s\": " << jnum(tps)
