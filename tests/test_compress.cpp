@@ -24,6 +24,7 @@
 #include "io/text.h"
 #include "kernels/weight_format.h"
 #include "nn/rng.h"
+#include "tests/gpt_test_options.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -352,19 +353,7 @@ TEST_CASE("compress: a --ternary run saves its latents and flag, and resumes exa
   for (int i = 0; i < 60; ++i) text += "First Citizen:\nBefore we proceed any further, hear me speak.\n";
   const std::string corpus = dir.file("corpus.txt");
   std::ofstream(corpus) << text;
-  gpt::TrainOptions o;
-  o.n_layer = 2;
-  o.n_head = 2;
-  o.n_embd = 16;
-  o.block_size = 16;
-  o.batch_size = 4;
-  o.max_iters = 8;
-  o.warmup_iters = 2;
-  o.eval_interval = 4;
-  o.eval_iters = 2;
-  o.data = corpus;
-  o.log = "none";
-  o.quiet = true;
+  gpt::TrainOptions o = testing::tiny_train_options(dir, corpus);
   o.ternary = true;
   o.out_dir = dir.file("full");
   std::ostringstream sink;

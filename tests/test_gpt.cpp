@@ -15,6 +15,7 @@
 #include "gpt/train.h"
 #include "nn/checkpoint.h"
 #include "nn/rng.h"
+#include "tests/gpt_test_options.h"
 #include "tests/gradcheck_test_util.h"
 #include "tests/test_util.h"
 
@@ -58,23 +59,7 @@ std::string write_corpus(const testing::TempDir& dir) {
   return path;
 }
 
-gpt::TrainOptions tiny_train_options(const testing::TempDir& dir, const std::string& corpus) {
-  gpt::TrainOptions o;
-  o.n_layer = 2;
-  o.n_head = 2;
-  o.n_embd = 16;
-  o.block_size = 16;
-  o.batch_size = 4;
-  o.max_iters = 8;
-  o.warmup_iters = 2;
-  o.eval_interval = 4;
-  o.eval_iters = 2;
-  o.data = corpus;
-  o.out_dir = dir.file("out");
-  o.log = "none";
-  o.quiet = true;
-  return o;
-}
+using testing::tiny_train_options;
 
 }  // namespace
 
