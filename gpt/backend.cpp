@@ -67,6 +67,10 @@ void fill_defaults(Backend& be) {
       NN_CHECK(false, "the " << name << " backend has no inference ops (attention_decode)");
     };
   }
+  if (!be.attention_decode_int8) {
+    be.attention_decode_int8 = [name](float*, int8_t*, int8_t*, float*, float*, const float*, int, int, int, int, int,
+                                      int, int) { NN_CHECK(false, "int8 KV cache: not on backend " << name); };
+  }
   for_each_op(be, [&](const char* op, const auto& fn) {
     NN_CHECK(fn, "the " << name << " backend's table leaves " << op << " empty (gpt/backend.h)");
   });
@@ -130,6 +134,7 @@ Backend naive_backend() {
   // inference: the plain-loop references of kernels/decode.h
   be.matvec_forward = kernels::matvec_v1;
   be.attention_decode = kernels::attention_decode_v1;
+  be.attention_decode_int8 = kernels::attention_decode_int8_v1;
   be.sum_squares = kernels::sum_squares_v1;
   be.scale = kernels::scale_v1;
   be.adamw_update = kernels::adamw_update_v1;

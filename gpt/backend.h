@@ -186,6 +186,13 @@ struct Backend {
   std::function<void(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C, int NH,
                      int NKV, int maxT)>
       attention_decode;
+  // attention_decode over an int8 KV cache (lesson 15): caches (B, maxT, KV) int8 with one
+  // float scale per position and KV head (B, maxT, NKV); the new rows quantised into it first
+  // (kernels::attention_decode_int8). Left empty, fill_defaults makes it throw nn::Error
+  // ("int8 KV cache: not on backend <name>"): the cuda backend has none yet.
+  std::function<void(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale, const float* qkv, int B,
+                     int n, int pos, int C, int NH, int NKV, int maxT)>
+      attention_decode_int8;
 
   // ---- optimizer helpers over flat buffers ------------------------------------------------
   // sum of squares of g (n), accumulated in double in a fixed order
@@ -234,6 +241,7 @@ void for_each_op(Table& be, F&& f) {
   f("matmul_gelu_forward", be.matmul_gelu_forward);
   f("matvec_forward", be.matvec_forward);
   f("attention_decode", be.attention_decode);
+  f("attention_decode_int8", be.attention_decode_int8);
   f("sum_squares", be.sum_squares);
   f("scale", be.scale);
   f("adamw_update", be.adamw_update);

@@ -14,7 +14,8 @@
 //   llama (lesson 11)  kernels/rmsnorm.h, rope.h, swiglu.h  v2  SIMD rows across threads;
 //                      kernels/flash_attention.h  v3  SIMD tiles across threads
 //   fused              residual_layernorm v2, linear_gelu v2
-//   inference          kernels/decode.h        the fastest matvec and attention_decode
+//   inference          kernels/decode.h        the fastest matvec, attention_decode and
+//                                              attention_decode_int8 (lesson 15's int8 KV cache)
 //
 // Determinism (gpt/backend.h): every rung computes each output element on ONE thread in a
 // fixed order that does not depend on the thread count (kernels/parallel.h says how).
@@ -109,6 +110,7 @@ Backend cpu_backend() {
   // inference (lesson 10): the fastest versions of kernels/decode.h
   be.matvec_forward = kernels::matvec;
   be.attention_decode = kernels::attention_decode;
+  be.attention_decode_int8 = kernels::attention_decode_int8;
 
   be.sum_squares = kernels::sum_squares_v2;
   be.scale = kernels::scale_v2;

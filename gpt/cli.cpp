@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gpt/backend.h"
+#include "gpt/compress.h"
 #include "nn/check.h"
 #include "nn/cli_checks.h"
 
@@ -70,6 +71,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_flag("--ternary", o.ternary, "BitNet b1.58 (lesson 15): train every block Linear ternary, "
                "clamp(round(W / mean|W|), -1, 1) mean|W|, with the straight-through estimator; checkpoints hold the "
                "fp32 latents")->group(t);
+  app.add_flag("--ternary-a8", o.ternary_a8, "BitNet b1.58's whole recipe, W1.58A8 (lesson 15): --ternary's weights "
+               "(implied) and every block Linear's input rounded per token to int8 (absmax / 127) in every forward, "
+               "the gradient passing the rounding unchanged; needs --attention full for llama")->group(t);
   app.add_flag("--recompute", o.recompute, "Activation recomputation: keep each block's output, recompute its "
                "inside in the backward (less memory, about a third more arithmetic)")->group(t);
   app.add_option("--time-budget", o.time_budget_s, "Stop after this many seconds (0: no limit)")->check(nn::FiniteRange(0.0, 1e9))->capture_default_str()->group(t);
@@ -95,7 +99,8 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   // which of them were given (on the command line, or by apply_config_file): --resume
   // checks the model's against the checkpoint, and only a default --prompt may be replaced
   for (const char* name : {"n-layer", "n-head", "n-embd", "block-size", "dropout", "bias", "prompt", "arch",
-                           "n-kv-head", "ffn-hidden", "rope-theta", "norm-eps", "untied-head", "attention"}) {
+                           "n-kv-head", "ffn-hidden", "rope-theta", "norm-eps", "untied-head", "attention",
+                           "ternary"}) {
     const std::string key = name;
     app.get_option("--" + key)->each([&o, key](const std::string&) { o.given.insert(key); });
   }
@@ -438,6 +443,7 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
   if (gpt_cmd.got_subcommand("sample")) {
     auto be = make_backend(opts.backend, opts.train.precision);
     LoadedCheckpoint ck = load_checkpoint(opts.checkpoint, be->memory());
+    as_trained(ck);  // a BitNet checkpoint: its ternary weights (and int8 activations), not the latents
     SampleOptions so = opts.sample;
     const bool prompt_given = gpt_cmd.get_subcommand("sample")->get_option("--prompt")->count() > 0;
     if (!prompt_given && !ck.vocab.contains('\n')) {
@@ -453,6 +459,7 @@ int run_gpt_command(CLI::App& gpt_cmd, const CliOptions& opts) {
   if (gpt_cmd.got_subcommand("eval")) {
     auto be = make_backend(opts.backend, opts.train.precision);
     LoadedCheckpoint ck = load_checkpoint(opts.checkpoint, be->memory());
+    as_trained(ck);  // a BitNet checkpoint: its ternary weights (and int8 activations), not the latents
     const nn::TextCorpus corpus = nn::load_corpus(opts.train.data, opts.train.val_fraction);
     NN_CHECK(vocab_to_hex(ck.vocab) == vocab_to_hex(corpus.vocab),
              "checkpoint " << opts.checkpoint << " was trained on another text than " << corpus.path << " (the vocabularies differ)");

@@ -9,9 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "gpt/train.h"
 #include "kernels/int8_gemm.h"
+#include "kernels/weight_format.h"
 #include "nn/check.h"
 
 namespace gpt {
@@ -113,6 +115,10 @@ class EvalKernels final : public BlockKernels {
     }
   }
   void rope(float* qkv) override { apply_rope(be_, m_, qkv, B_, T_, /*pos0=*/0, /*inverse=*/false); }
+  // the model's own Linear-input hook (set_int8_activations: a W1.58A8 model), as training's
+  void linear_input(float* x, const LinearLayer& w, int N) override {
+    if (m_.linear_input != nullptr) m_.linear_input(gpt_memory(m_), x, N, w.in);
+  }
 
  private:
   Backend& be_;
@@ -480,11 +486,18 @@ void gptq_quantize(float* W, int rows, int cols, const double* H, const GptqOpti
   }
 }
 
-double gptq_model(GPT& model, const Calibration& cal, const GptqOptions& o) {
+namespace {
+
+// gptq_quantize on every block Linear of a host model, in place; `done` (may be empty) gets each
+// matrix's integers and scales right after it is quantised. Returns the seconds spent.
+using GptqDone = std::function<void(Linear, int, const Matrix&, const std::vector<int8_t>&, const std::vector<float>&)>;
+double quantize_linears(GPT& model, const Calibration& cal, const GptqOptions& o, const GptqDone& done) {
   NN_CHECK(&gpt_memory(model) == &host_memory(), "GPTQ needs a model in host memory");
   const GPTConfig& c = model.config;
   NN_CHECK(!o.gptq || static_cast<int>(cal.layers.size()) == 4 * c.n_layer, "GPTQ: the calibration is of another model");
-  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  double seconds = 0.0;
   for (int l = 0; l < c.n_layer; ++l) {
     for (Linear which : kLinears) {
       const Matrix M = linear_matrix(model.params, c, which, l);
@@ -495,10 +508,74 @@ double gptq_model(GPT& model, const Calibration& cal, const GptqOptions& o) {
                  "GPTQ: the calibration has no Gram matrix of this model's layer " << l);
         H = s.gram.data();
       }
-      gptq_quantize(M.w, M.rows, M.cols, H, o);
+      if (done) {
+        const int group = o.group > 0 ? o.group : M.cols;
+        q.assign(static_cast<size_t>(M.rows) * static_cast<size_t>(M.cols), 0);
+        scales.assign(static_cast<size_t>(M.rows) * static_cast<size_t>((M.cols + group - 1) / group), 0.0f);
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      gptq_quantize(M.w, M.rows, M.cols, H, o, done ? q.data() : nullptr, done ? scales.data() : nullptr);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (done) done(which, l, M, q, scales);
     }
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return seconds;
+}
+
+// int4's storage (kernels/weight_format.h) filled from integers already chosen: q + 8 in the
+// nibbles (column 2j low, 2j+1 high), the scales as given (one per group of kInt4Group).
+kernels::PackedWeights pack_int4_integers(const std::vector<int8_t>& q, const std::vector<float>& scales, int rows,
+                                          int cols) {
+  const kernels::WeightFormat f = kernels::WeightFormat::int4;
+  kernels::PackedWeights p;
+  p.format = f;
+  p.rows = rows;
+  p.cols = cols;
+  p.data = Array<uint8_t>(host_memory(), kernels::format_data_bytes(f, rows, cols));  // zero-filled
+  p.scales = Array<float>(host_memory(), kernels::format_scale_count(f, rows, cols));
+  NN_CHECK(scales.size() == p.scales.size() && q.size() == static_cast<size_t>(rows) * static_cast<size_t>(cols),
+           "pack_int4_integers: sizes do not match int4's storage");
+  for (size_t i = 0; i < q.size(); ++i) {
+    NN_CHECK(q[i] >= -7 && q[i] <= 7, "pack_int4_integers: q = " << int{q[i]} << " is outside int4's [-7, 7]");
+    const auto stored = static_cast<uint8_t>(q[i] + 8);
+    p.data[i / 2] = static_cast<uint8_t>(p.data[i / 2] | ((i & 1) ? stored << 4 : stored));
+  }
+  for (size_t g = 0; g < scales.size(); ++g) p.scales[g] = scales[g];
+  return p;
+}
+
+kernels::PackedWeights& packed_linear(InferenceModel& m, Linear which, int l) {
+  const auto ul = static_cast<size_t>(l);
+  switch (which) {
+    case Linear::qkv: return m.qkvw[ul];
+    case Linear::attproj: return m.attprojw[ul];
+    case Linear::fc: return m.fcw[ul];
+    case Linear::fcproj: return m.fcprojw[ul];
+  }
+  return m.qkvw[ul];
+}
+
+}  // namespace
+
+double gptq_model(GPT& model, const Calibration& cal, const GptqOptions& o) {
+  return quantize_linears(model, cal, o, {});
+}
+
+InferenceModel gptq_pack_int4(const GPT& model, const Calibration& cal, const GptqOptions& o, Memory& memory,
+                              double* seconds) {
+  NN_CHECK(o.bits == 4 && o.group == kernels::kInt4Group,
+           "gptq_pack_int4: int4 stores 4-bit integers in groups of " << kernels::kInt4Group << " columns; got bits "
+                                                                     << o.bits << ", group " << o.group);
+  // the skeleton (embeddings, vectors, the int4 head); its block Linears are replaced below
+  InferenceModel m = pack_model(model, kernels::WeightFormat::int4, memory);
+  GPT work = gpt_move_to(model, host_memory());
+  const double s = quantize_linears(work, cal, o, [&](Linear which, int l, const Matrix& M, const std::vector<int8_t>& q,
+                                                      const std::vector<float>& scales) {
+    kernels::PackedWeights p = pack_int4_integers(q, scales, M.rows, M.cols);
+    packed_linear(m, which, l) = &memory == &host_memory() ? std::move(p) : p.to(memory);
+  });
+  if (seconds != nullptr) *seconds = s;
+  return m;
 }
 
 // ---- BitNet b1.58 ---------------------------------------------------------------------------------
@@ -562,6 +639,46 @@ GPT ternary_copy(const GPT& model) {
   ternarize_params(p, copy);
   copy.params_memory.upload(p.data(), p.size());
   return copy;
+}
+
+void as_trained(LoadedCheckpoint& ck) {
+  if (ck.state.ternary) ck.model = ternary_copy(ck.model);
+  if (ck.state.int8_activations) set_int8_activations(ck.model, true);
+}
+
+void fake_quantize_rows_int8(float* x, int rows, int cols) {
+  // quantize_rows_int8 then q s back into x: the value the int8 kernel multiplies (times s)
+  std::vector<int8_t> q(static_cast<size_t>(rows) * static_cast<size_t>(cols));
+  std::vector<float> s(static_cast<size_t>(rows));
+  kernels::quantize_rows_int8(x, rows, cols, q.data(), s.data());
+  for (i64 r = 0; r < rows; ++r) {
+    const float sr = s[static_cast<size_t>(r)];
+    for (i64 c = 0; c < cols; ++c) x[r * cols + c] = static_cast<float>(q[static_cast<size_t>(r * cols + c)]) * sr;
+  }
+}
+
+namespace {
+// The hook set_int8_activations installs: in host memory in place; elsewhere (a GPU's) through
+// a host copy, as the device has no rounding kernel of its own here
+void int8_activation_hook(Memory& memory, float* x, int rows, int cols) {
+  if (memory.is_host()) {
+    fake_quantize_rows_int8(x, rows, cols);
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(rows) * static_cast<size_t>(cols) * sizeof(float);
+  std::vector<float> h(static_cast<size_t>(rows) * static_cast<size_t>(cols));
+  memory.to_host(h.data(), x, bytes);
+  fake_quantize_rows_int8(h.data(), rows, cols);
+  memory.from_host(x, h.data(), bytes);
+}
+}  // namespace
+
+void set_int8_activations(GPT& model, bool on) {
+  NN_CHECK(!on || attention_of(model.config) != AttentionKind::flash,
+           "int8 activations (W1.58A8) need full attention: flash attention's backward reads the attention output, "
+           "which is the attention projection's input that the int8 rounding replaces in place (train with "
+           "--attention full; llama's automatic choice is flash)");
+  model.linear_input = on ? int8_activation_hook : nullptr;
 }
 
 }  // namespace gpt

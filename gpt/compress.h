@@ -14,13 +14,16 @@
 //   float loss = evaluate_compressed(model, be, val, B, T, iters, seed, 3, {.w8a8 = true});
 //   gptq_model(model, cal, {.bits = 4, .group = 32});   // weights -> GPTQ's dequantised ones
 //   ternary_train_step(...)                              // BitNet b1.58 with the STE
+//   set_int8_activations(model, true)                    // + b1.58's int8 activations (W1.58A8)
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include "gpt/infer.h"
 #include "gpt/model.h"
+#include "gpt/train.h"
 
 namespace gpt {
 
@@ -100,9 +103,8 @@ struct GptqOptions {
 };
 // Scales are fixed from the ORIGINAL weights before the sweep: s = max |w| of the group (or row)
 // / qmax. With bits 4 and group 32 that is WeightFormat::int4's scale, so every weight of the
-// result is s * q with q in [-7, 7] on int4's grid. pack_model does not take these (q, s) as they
-// are yet: it recomputes each group's scale from max |s q|, which differs (and re-rounds) in a
-// group where GPTQ left no |q| = 7; packing GPTQ's q and s directly is what is missing.
+// result is s * q with q in [-7, 7] on int4's grid, and gptq_pack_int4 (below) stores these
+// (q, s) in the decoder's int4 format as they are.
 //
 // W (rows, cols) row-major, H (cols, cols) = X^T X / n. Replaces W by its quantised values
 // (dequantised: s * q); q (rows * cols, may be nullptr) gets the integers, scales
@@ -115,6 +117,17 @@ void gptq_quantize(float* W, int rows, int cols, const double* H, const GptqOpti
 // Every block Linear of a host model through gptq_quantize with its calibration Gram matrix
 // (RTN needs none: cal may be empty when o.gptq is false). Returns the seconds spent.
 double gptq_model(GPT& model, const Calibration& cal, const GptqOptions& o);
+// GPTQ's int4 model packed for the decoder AS GPTQ CHOSE IT: pack_model(model, int4, memory)
+// with every block Linear replaced by gptq_quantize's own (q, scales), stored the way
+// WeightFormat::int4 stores them (q + 8 in nibbles, one scale per group of kInt4Group). Packing
+// a gptq_model'd float model with pack_model instead re-derives each group's scale from
+// max |s q| and re-rounds every group where GPTQ left no |q| = 7; here, unpacked, each matrix is
+// gptq_model's s * q bit for bit. The head (wte, tied) is int4's round to nearest, as pack_model
+// packs it (GPTQ quantises the block Linears only). o.bits must be 4 and o.group kInt4Group
+// (nn::Error otherwise); with o.gptq false the result is pack_model's int4 byte for byte.
+// seconds (may be nullptr) gets the time gptq_quantize took. The model may be in any memory.
+InferenceModel gptq_pack_int4(const GPT& model, const Calibration& cal, const GptqOptions& o,
+                              Memory& memory = host_memory(), double* seconds = nullptr);
 
 // ---- BitNet b1.58 --------------------------------------------------------------------------------
 // gamma = mean |W| over the matrix (absmean); W_q = clamp(round(W / (gamma + 1e-5)), -1, 1) * gamma
@@ -130,7 +143,31 @@ void ternarize_params(std::vector<float>& params, const GPT& model);
 StepResult ternary_train_step(GPT& model, Backend& be, const std::vector<MicroBatch>& micro, int B, int T,
                               const StepOptions& o);
 // A copy of the model with its block Linears ternarised: what it computes at inference
-// (what the trainer evaluates for a --ternary run).
+// (what the trainer evaluates for a --ternary run). The copy keeps the model's int8-activation
+// hook (below): the copy of a W1.58A8 model computes W1.58A8.
 GPT ternary_copy(const GPT& model);
+
+// b1.58's int8 activations (W1.58A8, the paper's whole recipe): each block Linear's INPUT
+// quantised per token (row) with absmax, s = max |x_row| / 127, x_q = clamp(round(x / s), -127,
+// 127) s: kernels::quantize_rows_int8's rounding, the W8A8 path's (evaluate_compressed), so an
+// integer kernel reproduces what was trained. x (rows, cols) replaced by x_q, host memory.
+void fake_quantize_rows_int8(float* x, int rows, int cols);
+// on: sets the model's Linear-input hook (GPTData::linear_input, gpt/model.h) to
+// fake_quantize_rows_int8, so EVERY forward of the model rounds its block Linears' inputs
+// to int8: training's (the straight-through estimator: forward and dW see x_q, dx flows
+// through unchanged, because the backward never differentiates through those buffers; see
+// the hook's comment), gpt::evaluate's, sampling's and recomputation's. With
+// ternary_train_step that is BitNet b1.58's W1.58A8 step; the head, norms and attention stay
+// fp32. off: clears it. Any memory (a device model's activations make a round trip through
+// the host: correct, not fast). nn::Error for a model with flash attention (its backward reads
+// the attention output, the attn-proj Linear's input: set attention full).
+void set_int8_activations(GPT& model, bool on);
+inline bool has_int8_activations(const GPT& model) { return model.linear_input != nullptr; }
+// A checkpoint's model as its training computed it: a --ternary checkpoint holds the fp32
+// latents, so its block Linears are ternarised (ternary_copy); a --ternary-a8 one rounds the
+// Linears' inputs too (set_int8_activations). An fp32 checkpoint is left as it is. What `nnlab
+// gpt sample` and `eval` and lesson 15's --checkpoint run (the latents themselves are a model
+// nobody trained).
+void as_trained(LoadedCheckpoint& ck);
 
 }  // namespace gpt

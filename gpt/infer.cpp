@@ -192,6 +192,14 @@ class DecodeKernels final : public BlockKernels {
   DecodeKernels(const InferenceModel& m, Backend& be, float* kcache, float* vcache, int max_batch, int B, int n,
                 int pos)
       : m_(m), be_(be), kcache_(kcache), vcache_(vcache), max_batch_(max_batch), B_(B), n_(n), pos_(pos) {}
+  // The int8 cache instead (lesson 15): values and scales, (L, max_batch, maxT, KV) and
+  // (L, max_batch, maxT, NKV).
+  void use_int8(int8_t* kq, int8_t* vq, float* kscale, float* vscale) {
+    kq_ = kq;
+    vq_ = vq;
+    kscale_ = kscale;
+    vscale_ = vscale;
+  }
   void linear(float* out, const float* inp, const LinearLayer& w, int N) override {
     be_.matvec_forward(out, inp, m_.linear(w.which, w.layer).view(), w.bias, N);
   }
@@ -203,6 +211,13 @@ class DecodeKernels final : public BlockKernels {
     const GPTConfig& c = m_.config;
     // layer l's cache: (max_batch, maxT, NKV hs) for k and for v
     const i64 layer_kv = static_cast<i64>(max_batch_) * c.block_size * kv_channels(c);
+    if (kq_ != nullptr) {
+      const i64 layer_scales = static_cast<i64>(max_batch_) * c.block_size * kv_heads(c);
+      be_.attention_decode_int8(out, kq_ + layer * layer_kv, vq_ + layer * layer_kv, kscale_ + layer * layer_scales,
+                                vscale_ + layer * layer_scales, qkv, B_, n_, pos_, c.n_embd, c.n_head, kv_heads(c),
+                                c.block_size);
+      return;
+    }
     be_.attention_decode(out, kcache_ + layer * layer_kv, vcache_ + layer * layer_kv, qkv, B_, n_, pos_, c.n_embd,
                          c.n_head, kv_heads(c), c.block_size);
   }
@@ -219,12 +234,17 @@ class DecodeKernels final : public BlockKernels {
   Backend& be_;
   float* kcache_;
   float* vcache_;
+  int8_t* kq_ = nullptr;
+  int8_t* vq_ = nullptr;
+  float* kscale_ = nullptr;
+  float* vscale_ = nullptr;
   int max_batch_, B_, n_, pos_;
 };
 
 }  // namespace
 
-Decoder::Decoder(const InferenceModel& m, Backend& be, int max_batch) : m_(&m), be_(&be), max_batch_(max_batch) {
+Decoder::Decoder(const InferenceModel& m, Backend& be, int max_batch, KvCache kv)
+    : m_(&m), be_(&be), max_batch_(max_batch), kv_(kv) {
   const GPTConfig& c = m.config;
   NN_CHECK(max_batch >= 1, "Decoder: max_batch must be >= 1, got " << max_batch);
   NN_CHECK(!m.wte.empty() && m.qkvw.size() == static_cast<size_t>(c.n_layer),
@@ -232,10 +252,19 @@ Decoder::Decoder(const InferenceModel& m, Backend& be, int max_batch) : m_(&m), 
   NN_CHECK(&be.memory() == &m.wte.memory(),
            "Decoder: the model is in " << m.wte.memory().where() << " but the " << be.name() << " backend computes in "
                                        << be.memory().where() << " (pack_model(model, format, backend.memory()))");
-  const size_t kv = static_cast<size_t>(c.n_layer) * static_cast<size_t>(max_batch) *
-                    static_cast<size_t>(c.block_size) * static_cast<size_t>(kv_channels(c));
-  kcache_ = Array<float>(be.memory(), kv);
-  vcache_ = Array<float>(be.memory(), kv);
+  const size_t cells = static_cast<size_t>(c.n_layer) * static_cast<size_t>(max_batch) *
+                       static_cast<size_t>(c.block_size) * static_cast<size_t>(kv_channels(c));
+  if (kv_ == KvCache::f32) {
+    kcache_ = Array<float>(be.memory(), cells);
+    vcache_ = Array<float>(be.memory(), cells);
+  } else {
+    // int8 values, and one scale per (layer, sequence, position, KV head)
+    const size_t scales = cells / static_cast<size_t>(c.n_embd / c.n_head);
+    kq_ = Array<int8_t>(be.memory(), cells);
+    vq_ = Array<int8_t>(be.memory(), cells);
+    kscale_ = Array<float>(be.memory(), scales);
+    vscale_ = Array<float>(be.memory(), scales);
+  }
   layout_ = decoder_layout(c, max_batch);
   acts_ = Array<float>(be.memory(), static_cast<size_t>(activation_floats(c, layout_)));
   ids_ = Array<int32_t>(be.memory(), static_cast<size_t>(max_batch) * static_cast<size_t>(c.block_size));
@@ -250,7 +279,16 @@ void Decoder::rewind(int p) {
 
 int64_t Decoder::kv_cache_bytes() const {
   const GPTConfig& c = m_->config;
+  if (kv_ == KvCache::int8) {
+    // what is allocated: the int8 values and the float scales, for K and for V
+    return static_cast<i64>(kq_.bytes() + vq_.bytes() + kscale_.bytes() + vscale_.bytes());
+  }
   return 2 * static_cast<i64>(c.n_layer) * max_batch_ * c.block_size * kv_channels(c) * static_cast<i64>(sizeof(float));
+}
+
+Decoder::Int8Cache Decoder::int8_cache() const {
+  NN_CHECK(kv_ == KvCache::int8, "Decoder::int8_cache: this Decoder's KV cache is fp32 (KvCache::int8 makes an int8 one)");
+  return {kq_.to_vector(), vq_.to_vector(), kscale_.to_vector(), vscale_.to_vector()};
 }
 
 const std::vector<float>& Decoder::step(const int32_t* tokens, int B, int n) {
@@ -278,6 +316,7 @@ const std::vector<float>& Decoder::step(const int32_t* tokens, int B, int n) {
                      M.wpe.empty() ? nullptr : M.wpe.data() + static_cast<i64>(pos_) * C, B, n, C, V);
   // the L blocks (training's block_forward) and the final norm, with the decode kernels
   DecodeKernels k(M, be, kcache_.data(), vcache_.data(), max_batch_, B, n, pos_);
+  if (kv_ == KvCache::int8) k.use_int8(kq_.data(), vq_.data(), kscale_.data(), vscale_.data());
   transformer_forward(be, k, c, M.params, A, layout_, A.encoded, Ni, Dropout{}, fuses(be, fusion_, c));
   // the head (wte when tied, else lm_head; no bias): logits (B, n, V)
   be.matvec_forward(A.logits, A.lnf, M.head.view(), nullptr, Ni);

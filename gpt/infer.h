@@ -7,6 +7,7 @@
 //   Decoder dec(m, be);                          // batch 1; KV cache (L, B, block_size, C) x 2
 //   const std::vector<float>& logits = dec.step(prompt.data(), 1, n);   // prefill: (1, n, V)
 //   ... dec.step(&next, 1, 1) ...                // one token: reads every weight once
+//   Decoder d8(m, be, 1, KvCache::int8);        // the cache in int8 + a scale per head and position (lesson 15)
 //
 // The Decoder runs the same block as training (gpt::block_forward, gpt/model.h) with its own
 // BlockKernels: a Linear layer is Backend::matvec_forward on the packed matrix, attention
@@ -77,11 +78,21 @@ InferenceModel pack_model(const GPT& model, kernels::WeightFormat format, Memory
 // the Decoder's matvecs only, and gpt_forward on this copy does not see it.
 GPT dequantized_copy(const GPT& model, kernels::WeightFormat format);
 
+// How the Decoder stores the keys and values of past positions (lesson 15):
+//   f32   4 bytes per value (Backend::attention_decode)
+//   int8  1 byte per value plus one float scale per position and KV head, the rounding of
+//         gpt::quantize_dequantize_heads_int8 (Backend::attention_decode_int8): about 4x
+//         fewer bytes; its logits equal gpt::compressed_logits(..., {.kv_int8 = true})'s.
+enum class KvCache { f32, int8 };
+
 class Decoder {
  public:
   // Up to max_batch sequences decoded in lockstep, each up to config.block_size positions;
   // the KV cache and every buffer in be.memory() (nn::Error if it differs from m's memory).
-  Decoder(const InferenceModel& m, Backend& be, int max_batch = 1);
+  // kv: the cache's format (int8: nn::Error at the first step on a backend without
+  // attention_decode_int8, the cuda one today).
+  Decoder(const InferenceModel& m, Backend& be, int max_batch = 1, KvCache kv = KvCache::f32);
+  KvCache kv_format() const { return kv_; }
   // Positions already in the cache (the same for every sequence).
   int pos() const { return pos_; }
   int max_batch() const { return max_batch_; }
@@ -93,8 +104,17 @@ class Decoder {
   // positions pos() .. pos()+n-1; returns their logits (B, n, V), copied to the host;
   // pos() += n. nn::Error when pos() + n > block_size, B > max_batch or an id >= V.
   const std::vector<float>& step(const int32_t* tokens, int B, int n);
-  // Bytes of the KV cache: 2 L max_batch block_size NKV hs floats (C with multi-head attention).
+  // Bytes of the KV cache: f32 2 L max_batch block_size NKV hs floats (C with multi-head
+  // attention); int8 2 L max_batch block_size (NKV hs + 4 NKV) (the int8 values and the scales).
   int64_t kv_cache_bytes() const;
+  // The int8 cache as stored, layer after layer: (L, max_batch, block_size, NKV hs) int8 and
+  // (L, max_batch, block_size, NKV) scales, copied to the host (the tests read them). nn::Error
+  // with the f32 cache.
+  struct Int8Cache {
+    std::vector<int8_t> k, v;
+    std::vector<float> kscale, vscale;
+  };
+  Int8Cache int8_cache() const;
   // Residual + LayerNorm fused or not (gpt::Fusion; default: as the backend says). The
   // logits are the same either way (tests/test_gpt_infer.cpp).
   void set_fusion(Fusion f) { fusion_ = f; }
@@ -106,7 +126,10 @@ class Decoder {
   int pos_ = 0;
   ActivationLayout layout_;  // one layer's activations (kActivations), reused by every layer
   Fusion fusion_ = Fusion::backend;
-  Array<float> kcache_, vcache_, acts_;
+  KvCache kv_ = KvCache::f32;
+  Array<float> kcache_, vcache_, acts_;   // f32 cache (L, max_batch, block_size, NKV hs); empty with int8
+  Array<int8_t> kq_, vq_;                 // int8 cache (L, max_batch, block_size, NKV hs)
+  Array<float> kscale_, vscale_;          // its scales (L, max_batch, block_size, NKV)
   Array<int32_t> ids_;
   std::vector<float> logits_;
 };

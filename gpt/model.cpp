@@ -517,10 +517,15 @@ void block_forward(Backend& be, BlockKernels& k, const GPTConfig& c, int l, cons
 
   // attention branch: residual2 = x + proj(attention(norm1(x)))
   if (!ln1_ready) norm_forward(be, c, a.ln1, a.ln1_mean, a.ln1_rstd, x, p.ln1w, p.ln1b, N);
-  k.linear(a.qkv, a.ln1, {Linear::qkv, l, p.qkvw, p.qkvb, C, QKV}, N);
+  // (k.linear_input: each Linear's input may be transformed in place first, BlockKernels)
+  const LinearLayer qkv{Linear::qkv, l, p.qkvw, p.qkvb, C, QKV};
+  k.linear_input(a.ln1, qkv, N);
+  k.linear(a.qkv, a.ln1, qkv, N);
   if (llama) k.rope(a.qkv);  // q and k rotated by their positions, in place
   k.attention(a.atty, a.preatt, a.att, a.lse, a.qkv, l);
-  k.linear(a.attproj, a.atty, {Linear::attproj, l, p.attprojw, p.attprojb, C, C}, N);
+  const LinearLayer attproj{Linear::attproj, l, p.attprojw, p.attprojb, C, C};
+  k.linear_input(a.atty, attproj, N);
+  k.linear(a.attproj, a.atty, attproj, N);
   if (drop.p > 0.0f) be.dropout_forward(a.attproj, a.attproj_mask, a.attproj, NC, drop.p, site_seed(drop.seed, 1 + 2 * l));
   if (fuse) {
     be.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, x, a.attproj, p.ln2w, p.ln2b, N, C);
@@ -532,12 +537,20 @@ void block_forward(Backend& be, BlockKernels& k, const GPTConfig& c, int l, cons
   // MLP branch: residual3 = residual2 + fcproj(act(fc(norm2(residual2))))
   if (llama) {
     // SwiGLU: fc is [gate | up] (N, 2H) in one product, then silu(gate) * up (N, H)
-    k.linear(a.fch, a.ln2, {Linear::fc, l, p.fcw, p.fcb, C, 2 * H}, N);
+    const LinearLayer fc{Linear::fc, l, p.fcw, p.fcb, C, 2 * H};
+    k.linear_input(a.ln2, fc, N);
+    k.linear(a.fch, a.ln2, fc, N);
     be.swiglu_forward(a.fch_swiglu, a.fch, a.fch + H, N, H, 2 * H);
-    k.linear(a.fcproj, a.fch_swiglu, {Linear::fcproj, l, p.fcprojw, p.fcprojb, H, C}, N);
+    const LinearLayer fcproj{Linear::fcproj, l, p.fcprojw, p.fcprojb, H, C};
+    k.linear_input(a.fch_swiglu, fcproj, N);
+    k.linear(a.fcproj, a.fch_swiglu, fcproj, N);
   } else {
-    k.linear_gelu(a.fch, a.fch_gelu, a.ln2, {Linear::fc, l, p.fcw, p.fcb, C, H}, N);
-    k.linear(a.fcproj, a.fch_gelu, {Linear::fcproj, l, p.fcprojw, p.fcprojb, H, C}, N);
+    const LinearLayer fc{Linear::fc, l, p.fcw, p.fcb, C, H};
+    k.linear_input(a.ln2, fc, N);
+    k.linear_gelu(a.fch, a.fch_gelu, a.ln2, fc, N);
+    const LinearLayer fcproj{Linear::fcproj, l, p.fcprojw, p.fcprojb, H, C};
+    k.linear_input(a.fch_gelu, fcproj, N);
+    k.linear(a.fcproj, a.fch_gelu, fcproj, N);
   }
   if (drop.p > 0.0f) be.dropout_forward(a.fcproj, a.fcproj_mask, a.fcproj, NC, drop.p, site_seed(drop.seed, 2 + 2 * l));
   if (next != nullptr) {
@@ -608,6 +621,10 @@ class TrainingKernels final : public BlockKernels {
     }
   }
   void rope(float* qkv) override { apply_rope(be_, m_, qkv, B_, T_, /*pos0=*/0, /*inverse=*/false); }
+  // the model's Linear-input hook (GPTData::linear_input: BitNet's int8 activations), if any
+  void linear_input(float* x, const LinearLayer& w, int N) override {
+    if (m_.linear_input != nullptr) m_.linear_input(gpt_memory(m_), x, N, w.in);
+  }
 
  private:
   Backend& be_;
@@ -630,6 +647,11 @@ void gpt_forward(GPT& model, Backend& be, const int32_t* inputs, const int32_t* 
            "GPT forward: the model is in " << gpt_memory(model).where() << " but the " << be.name()
                                            << " backend computes in " << be.memory().where()
                                            << " (gpt_move_to(model, backend.memory()) moves it)");
+  // the Linear-input hook transforms atty in place, which flash attention's backward reads
+  NN_CHECK(model.linear_input == nullptr || attention_of(cfg) != AttentionKind::flash,
+           "GPT forward: a Linear-input hook (int8 activations, gpt/compress.h) needs full attention: flash "
+           "attention's backward reads its output, the attention projection's input that the hook rounds in place "
+           "(set attention = full, --attention full)");
   const float p = train ? cfg.dropout : 0.0f;
   const bool drop = p > 0.0f;
   ensure_activations(model, B, T, drop, be.keeps_preatt());

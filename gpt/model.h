@@ -449,6 +449,22 @@ struct GPTData {
   // the backward trains, the base frozen (no weight gradients computed). Not owned; nullptr:
   // none. A copy of the model shares them.
   LoraAdapters* lora = nullptr;
+
+  // Linear-input hook (lesson 15: BitNet b1.58's int8 activations, gpt/compress.h's
+  // set_int8_activations): when set, every forward of this model (gpt_forward, and the
+  // recomputation's forward in gpt_backward) calls it on the stored input of each block Linear
+  // (ln1 -> qkv, atty -> attn proj, ln2 -> fc, fch_gelu / fch_swiglu -> mlp proj), x (rows,
+  // cols) in the model's memory, to transform it IN PLACE right before the Linear reads it.
+  // Why in place is the straight-through estimator: the backward reads these four buffers only
+  // as the Linears' inputs (dW = dout^T x), never to differentiate the op that wrote them
+  // (LayerNorm / RMSNorm backward reads its input and mean / rstd, GELU its pre-activation
+  // fch, SwiGLU fch, full attention qkv and att; the fused residual + LayerNorm writes ln2 apart
+  // from residual2, the fused matmul + GELU fch_gelu apart from fch). So forward and dW see
+  // the transformed x, and dx passes through the transform as the identity. Flash attention's
+  // backward does read its output atty (D = rowsum(dO o O)): gpt_forward refuses the hook
+  // there. nullptr: none. A copy of the model keeps it; gpt_move_to does not.
+  using LinearInputHook = void (*)(Memory& memory, float* x, int rows, int cols);
+  LinearInputHook linear_input = nullptr;
 };
 
 // A copy is a deep copy whose ParameterTensors / ActivationTensors point into ITS buffers
@@ -509,6 +525,14 @@ class BlockKernels {
   // llama: RoPE on the q and k heads of qkv (N, QKV), in place, at the positions these N
   // rows hold (training: 0 .. T-1 in each sequence; decoding: after the cache)
   virtual void rope(float* qkv) = 0;
+  // x (N, w.in): the buffer holding Linear w's input, called by block_forward right before
+  // linear / linear_gelu reads it; may transform it in place. Training's kernels run the
+  // model's linear_input hook here (GPTData above); by default nothing happens.
+  virtual void linear_input(float* x, const LinearLayer& w, int N) {
+    (void)x;
+    (void)w;
+    (void)N;
+  }
 };
 
 // Whether the forward fuses each residual add with the LayerNorm after it

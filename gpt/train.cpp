@@ -170,6 +170,7 @@ void save_checkpoint(const std::string& path, const GPT& model, const nn::CharVo
       {"corpus", state.corpus},
   };
   if (state.ternary) meta["ternary"] = "1";  // BitNet latents (gpt/compress.h); absent otherwise
+  if (state.int8_activations) meta["activations"] = "int8";  // W1.58A8 (--ternary-a8); absent: fp32
   // nn::save_safetensors refuses a non-finite value in any tensor (and leaves the old file)
   nn::save_safetensors(path, refs, meta);
 }
@@ -255,6 +256,14 @@ LoadedCheckpoint load_checkpoint(const std::string& path, Memory& memory) {
     NN_CHECK(meta("ternary") == "0" || meta("ternary") == "1",
              where << ": metadata 'ternary' must be 0 or 1, got '" << meta("ternary") << "'" << damaged);
     state.ternary = meta("ternary") == "1";
+  }
+  if (optional("activations")) {
+    NN_CHECK(meta("activations") == "fp32" || meta("activations") == "int8",
+             where << ": metadata 'activations' must be fp32 or int8, got '" << meta("activations") << "'" << damaged);
+    state.int8_activations = meta("activations") == "int8";
+    NN_CHECK(!state.int8_activations || state.ternary,
+             where << ": metadata 'activations' is int8 but 'ternary' is not 1 (int8 activations are trained with "
+                   << "ternary weights only)" << damaged);
   }
   const long long adam_t = int_of("adam_t", 0, 100000000);
 
@@ -506,6 +515,8 @@ void check_options(const TrainOptions& o) {
                                                "activations, not every layer's that the dump writes; drop one of them");
   NN_CHECK(o.dump_path.empty() || o.dump_step >= 1,
            "--dump-path " << o.dump_path << " needs --dump-step N: the step whose activations and gradients to write");
+  NN_CHECK(!(o.ternary_a8 && o.given.count("ternary") > 0 && !o.ternary),
+           "--ternary-a8 trains ternary weights (with int8 activations): it contradicts --ternary=false; drop one");
 }
 
 namespace {
@@ -682,7 +693,10 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
   // model: new, or resumed with its vocabulary, config, weights and AdamW state
   TrainState state;
   state.corpus = corpus.path;
-  state.ternary = o.ternary;
+  // --ternary-a8 is --ternary's weights plus int8 activations
+  const bool ternary = o.ternary || o.ternary_a8;
+  state.ternary = ternary;
+  state.int8_activations = o.ternary_a8;
   GPT model;
   nn::CharVocab vocab = corpus.vocab;
   LastGood last_good;
@@ -697,10 +711,19 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
                                                         << " and --max-iters is " << o.max_iters
                                                         << ": nothing left to train; raise --max-iters");
     model = std::move(ck.model);
-    NN_CHECK(ck.state.ternary == o.ternary,
-             "checkpoint " << o.resume << (ck.state.ternary ? " holds BitNet latent weights (trained with --ternary): resume "
-                                                                "with --ternary"
-                                                              : " was trained in fp32: resume without --ternary"));
+    NN_CHECK(ck.state.ternary == ternary,
+             "checkpoint " << o.resume
+                           << (ck.state.int8_activations
+                                   ? " holds BitNet latent weights (trained with --ternary-a8): resume with --ternary-a8"
+                               : ck.state.ternary
+                                   ? " holds BitNet latent weights (trained with --ternary): resume with --ternary"
+                                   : " was trained in fp32: resume without --ternary or --ternary-a8"));
+    NN_CHECK(ck.state.int8_activations == o.ternary_a8,
+             "checkpoint " << o.resume
+                           << (ck.state.int8_activations
+                                   ? " was trained with int8 activations (--ternary-a8): resume with --ternary-a8"
+                                   : " was trained with fp32 activations (--ternary): resume with --ternary, without "
+                                     "--ternary-a8"));
     state = ck.state;
     last_good.path = o.resume;
     last_good.step = state.step;
@@ -731,6 +754,14 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
   be->check_capacity(cfg, B, T);
   if (&be->memory() != &gpt_memory(model)) model = gpt_move_to(model, be->memory());
   gpt_set_recompute(model, o.recompute);
+  if (o.ternary_a8) {
+    NN_CHECK(attention_of(cfg) != AttentionKind::flash,
+             "--ternary-a8 needs full attention: flash attention's backward reads the attention output, which is the "
+             "attention projection's input that the int8 rounding replaces in place; add --attention full (llama's "
+             "automatic choice is flash)");
+    // every forward of this model from now on (training, evaluations) rounds the Linears' inputs
+    set_int8_activations(model, true);
+  }
   if (o.zero == 1 && ranks > 1) {
     gpt_shard_optimizer(model, *comm);  // (a resumed checkpoint's full moments: this rank keeps its shard)
     mem.adam = static_cast<int64_t>(2 * model.m_memory.size() * sizeof(float));
@@ -762,9 +793,13 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
        << "; replicas checked equal at every evaluation\n";
   }
   if (o.recompute) os << "activation recomputation: each block's output kept, its inside recomputed in the backward\n";
-  if (o.ternary && !o.quiet && lead) {
+  if (ternary && !o.quiet && lead) {
     os << "ternary (BitNet b1.58): the block Linears run as clamp(round(W / mean|W|), -1, 1) mean|W|, trained with the "
           "straight-through estimator on fp32 latents (what the checkpoints hold); evaluations use the ternary weights\n";
+  }
+  if (o.ternary_a8 && !o.quiet && lead) {
+    os << "int8 activations (W1.58A8): every block Linear's input rounded per token to int8, absmax / 127, in every "
+          "forward (training's: the gradient passes the rounding unchanged; evaluations and the sample: the same)\n";
   }
 
   // MFU: achieved FLOP/s over the peak measured now on what the backend runs on (the
@@ -854,9 +889,11 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     if (comm != nullptr) check_replicas(model, *comm, step);
     if (model.sharded && step > 0) gathered = gpt_gather_moments(model, *comm);  // every rank takes part
     if (!lead) return;  // rank 0 evaluates; the others go on to the next step's all-reduce
-    // --ternary: the model holds the latents; what it computes is their ternary rounding
+    // --ternary: the model holds the latents; what it computes is their ternary rounding.
+    // --ternary-a8: the model's hook (set_int8_activations) rounds the Linears' inputs in these
+    // evaluate forwards too, so tl and vl are the W1.58A8 model's losses
     std::vector<float> latents;
-    if (o.ternary) {
+    if (ternary) {
       latents = model.params_memory.to_vector();
       std::vector<float> tern = latents;
       ternarize_params(tern, model);
@@ -864,7 +901,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     }
     const float tl = evaluate(model, *be, corpus.train, B, T, o.eval_iters, o.seed, kEvalTrain);
     const float vl = evaluate(model, *be, corpus.val, B, T, o.eval_iters, o.seed, kEvalVal);
-    if (o.ternary) model.params_memory.upload(latents.data(), latents.size());
+    if (ternary) model.params_memory.upload(latents.data(), latents.size());
     result.final_train_loss = tl;
     result.final_val_loss = vl;
     log_write(nn::MetricsLog::Record().add("step", step).add("split", "eval").add("train_loss", static_cast<double>(tl))
@@ -937,7 +974,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     };
     StepResult r;
     try {
-      r = o.ternary ? ternary_train_step(model, *be, micro_batches, B, T, step_options)
+      r = ternary ? ternary_train_step(model, *be, micro_batches, B, T, step_options)
                     : train_step(model, *be, micro_batches, B, T, step_options);
     } catch (const nn::Error& e) {
       if (dumping) throw;
@@ -995,7 +1032,8 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
                                                                                  : std::string();
     GPT sampled;
     if (!from.empty()) sampled = load_checkpoint(from, be->memory()).model;
-    if (o.ternary) sampled = ternary_copy(from.empty() ? model : sampled);  // what a --ternary model computes
+    if (!from.empty() && o.ternary_a8) set_int8_activations(sampled, true);  // (the model in memory has it already)
+    if (ternary) sampled = ternary_copy(from.empty() ? model : sampled);  // what a --ternary model computes
     SampleOptions so;
     so.prompt = prompt;
     so.tokens = o.sample_tokens;
@@ -1004,7 +1042,7 @@ TrainResult train(const TrainOptions& o, std::ostream& os_all) {
     so.seed = o.seed;
     os << "\n---- sample (temperature " << o.temperature << (o.top_k > 0 ? ", top-k " + std::to_string(o.top_k) : "")
        << ", from " << (from.empty() ? "the model in memory (no checkpoint written)" : from) << ") ----\n"
-       << prompt << sample(from.empty() && !o.ternary ? model : sampled, *be, vocab, so) << "\n----\n";
+       << prompt << sample(from.empty() && !ternary ? model : sampled, *be, vocab, so) << "\n----\n";
   }
   return result;
 }

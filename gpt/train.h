@@ -78,8 +78,14 @@ struct TrainOptions {
   // BitNet b1.58 (lesson 15, gpt/compress.h): every block Linear trained ternary with the
   // straight-through estimator (ternary_train_step): the model and its checkpoints hold the fp32
   // latent weights, the forward and backward see clamp(round(W / mean|W|), -1, 1) mean|W|;
-  // evaluations run the ternary weights. Activations stay fp32 (b1.58's int8 activations: not yet).
+  // evaluations run the ternary weights. Activations stay fp32 unless ternary_a8.
   bool ternary = false;
+  // BitNet b1.58's whole recipe, W1.58A8: ternary weights as `ternary` (implied: ternary may stay
+  // false) AND every block Linear's input rounded per token to int8 (absmax / 127,
+  // gpt/compress.h's set_int8_activations) in every forward, training's with the
+  // straight-through estimator (dx passes the rounding unchanged). Evaluations, the
+  // sample and the checkpoints' "activations" = "int8" key follow it. Needs full attention.
+  bool ternary_a8 = false;
   // The flags given on the command line or in the config file ("n-layer", "prompt", ...),
   // as add_train_flags records them: --resume refuses a model flag that contradicts the
   // checkpoint, and a default --prompt may be replaced where an explicit one may not.
@@ -117,6 +123,9 @@ struct TrainState {
   float best_val_loss = std::numeric_limits<float>::infinity();
   std::string corpus;  // what it was trained on
   bool ternary = false;  // trained with --ternary: the weights are BitNet latents ("ternary" = "1")
+  // trained with --ternary-a8 (ternary is then true too): the Linears' inputs rounded to int8
+  // ("activations" = "int8"; the key is absent for fp32 activations)
+  bool int8_activations = false;
 };
 // Writes params under their ParamSlice names, plus (with_optimizer) AdamW's moments as
 // "adam.m.<name>" / "adam.v.<name>"; metadata: the config, the vocabulary, adam_t and the

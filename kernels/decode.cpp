@@ -859,4 +859,203 @@ void attention_decode(float* out, float* kcache, float* vcache, const float* qkv
   attention_decode_versions().back().fn(out, kcache, vcache, qkv, B, n, pos, C, NH, NKV, maxT);
 }
 
+// ---- attention over an int8 KV cache (lesson 15) ------------------------------------------------
+// The cache holds, per position and KV head, hs int8 values and one float scale:
+//   s = max_c |x_c| / 127,  q_c = clamp(round(x_c * (1 / s)), -127, 127),  x_c ~ q_c s
+// gpt::quantize_dequantize_heads_int8's rounding exactly (the same float operations), so a
+// Decoder over this cache computes what gpt::compressed_logits(..., {.kv_int8 = true})
+// computes over the dequantised values, to the summation order.
+
+float quantize_head_int8(const float* x, int hs, int8_t* q) {
+  float amax = 0.0f;
+  for (int c = 0; c < hs; ++c) amax = std::max(amax, std::fabs(x[c]));
+  const float s = amax / 127.0f;
+  const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+  for (int c = 0; c < hs; ++c) q[c] = static_cast<int8_t>(std::clamp(std::nearbyint(x[c] * inv), -127.0f, 127.0f));
+  return s;
+}
+
+void append_kv_int8(int8_t* kcache, int8_t* vcache, float* kscale, float* vscale, const float* qkv, int B, int n,
+                    int pos, int C, int NH, int NKV, int maxT) {
+  // qkv (B, n, C + 2 KV); kcache, vcache (B, maxT, KV) int8; kscale, vscale (B, maxT, NKV)
+  check_attention_decode(B, n, pos, C, NH, NKV, maxT);
+  const int hs = C / NH;
+  const size_t uC = static_cast<size_t>(C), uhs = static_cast<size_t>(hs), uNKV = static_cast<size_t>(NKV);
+  const size_t uKV = uNKV * uhs, width = uC + 2 * uKV;
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < n; ++i) {
+      const float* row = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * width;
+      const size_t t = static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(pos + i);
+      for (size_t h = 0; h < uNKV; ++h) {
+        kscale[t * uNKV + h] = quantize_head_int8(row + uC + h * uhs, hs, kcache + t * uKV + h * uhs);
+        vscale[t * uNKV + h] = quantize_head_int8(row + uC + uKV + h * uhs, hs, vcache + t * uKV + h * uhs);
+      }
+    }
+}
+
+void attention_decode_int8_v1(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                              const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT) {
+  // 1. quantise the new keys and values into the cache (checks the sizes)
+  append_kv_int8(kcache, vcache, kscale, vscale, qkv, B, n, pos, C, NH, NKV, maxT);
+  // 2. attention_decode_v1 over the dequantised values: each cached value as the float
+  //    q * s (what quantize_dequantize_heads_int8 writes), the sums in double
+  const int hs = C / NH, group = NH / NKV;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  const size_t uC = static_cast<size_t>(C), uNKV = static_cast<size_t>(NKV), uKV = uNKV * static_cast<size_t>(hs);
+  const size_t width = uC + 2 * uKV;
+  std::vector<double> score(static_cast<size_t>(pos + n));
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < n; ++i)
+      for (int h = 0; h < NH; ++h) {
+        const float* q = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * width +
+                         static_cast<size_t>(h) * static_cast<size_t>(hs);
+        const size_t kvh = static_cast<size_t>(h / group);
+        const int len = pos + i + 1;
+        double mx = -1e300;
+        for (int t = 0; t < len; ++t) {
+          const size_t row = static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t);
+          const int8_t* k = kcache + row * uKV + kvh * static_cast<size_t>(hs);
+          const float sk = kscale[row * uNKV + kvh];
+          double d = 0.0;
+          for (int j = 0; j < hs; ++j) d += static_cast<double>(q[j]) * static_cast<double>(static_cast<float>(k[j]) * sk);
+          score[static_cast<size_t>(t)] = d * scale;
+          mx = std::max(mx, score[static_cast<size_t>(t)]);
+        }
+        double sum = 0.0;
+        for (int t = 0; t < len; ++t) sum += (score[static_cast<size_t>(t)] = std::exp(score[static_cast<size_t>(t)] - mx));
+        float* o = out + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * uC +
+                   static_cast<size_t>(h) * static_cast<size_t>(hs);
+        for (int j = 0; j < hs; ++j) {
+          double acc = 0.0;
+          for (int t = 0; t < len; ++t) {
+            const size_t row = static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t);
+            const float vq = static_cast<float>(vcache[row * uKV + kvh * static_cast<size_t>(hs) + static_cast<size_t>(j)]);
+            acc += score[static_cast<size_t>(t)] * static_cast<double>(vq * vscale[row * uNKV + kvh]);
+          }
+          o[j] = static_cast<float>(acc / sum);
+        }
+      }
+}
+
+// ---- int8 v2: SIMD + threads, dequantised in registers -----------------------------------------------
+// attention_decode_v2's two passes per (b, i, h), reading int8: a register of W int8 values
+// is widened to W floats (exact) and multiplied in; the scales come out of the inner loops:
+//   q . k_t       = s_k[t] * sum_c q_c kq_t,c          (one multiply per position)
+//   sum_t p_t v_t = sum_t (p_t s_v[t]) vq_t            (v's scale folded into the weight p_t)
+// while the softmax's denominator stays sum_t p_t. A position's bytes are hs + 4 instead of
+// 4 hs: where the cache, not the weights, is what a step streams (long contexts), that is
+// what it saves.
+namespace {
+
+// W int8 -> W floats. AVX-512 has no such load in kernels/simd.h: two AVX2 halves, as the
+// packed-weight loads of matvec do.
+template <class Vec>
+typename Vec::reg load_i8_as(const int8_t* p) {
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+  if constexpr (Vec::lanes == 16 && !Vec::portable) {
+    return simd::Avx512::from_halves(simd::Avx2::load_i8(p), simd::Avx2::load_i8(p + 8));
+  } else
+#endif
+  {
+    return Vec::load_i8(p);
+  }
+}
+
+// sum_c q_c k_c over hs channels, k in int8 (unscaled).
+template <class Vec>
+float dot_i8(const float* q, const int8_t* k, int hs) {
+  constexpr int W = Vec::lanes;
+  typename Vec::reg acc = Vec::zero();
+  int j = 0;
+  for (; j + W <= hs; j += W) acc = Vec::fma(Vec::load(q + j), load_i8_as<Vec>(k + j), acc);
+  float s = Vec::sum(acc);
+  for (; j < hs; ++j) s += q[j] * static_cast<float>(k[j]);
+  return s;
+}
+
+// o += p * v over hs channels, v in int8 (p already carries v's scale).
+template <class Vec>
+void axpy_i8(float* o, float p, const int8_t* v, int hs) {
+  constexpr int W = Vec::lanes;
+  const typename Vec::reg vp = Vec::set1(p);
+  int j = 0;
+  for (; j + W <= hs; j += W) Vec::store(o + j, Vec::fma(vp, load_i8_as<Vec>(v + j), Vec::load(o + j)));
+  for (; j < hs; ++j) o[j] += p * static_cast<float>(v[j]);
+}
+
+template <class Vec>
+void attention_decode_int8_simd(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                                const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT,
+                                bool threaded) {
+  // qkv (B, n, C + 2 KV), caches (B, maxT, KV) int8 + scales (B, maxT, NKV), out (B, n, C)
+  append_kv_int8(kcache, vcache, kscale, vscale, qkv, B, n, pos, C, NH, NKV, maxT);
+  const DecodeShape s = decode_shape(pos, C, NH, NKV);
+  const size_t hs = static_cast<size_t>(s.hs), uNKV = static_cast<size_t>(NKV);
+  const int items = B * n * NH;
+  const bool parallel =
+      threaded && static_cast<size_t>(items) * static_cast<size_t>(pos + n) * s.uC >= kMinThreaded;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> score(static_cast<size_t>(pos + n));  // one per thread
+#pragma omp for schedule(static)
+    for (int item = 0; item < items; ++item) {
+      const int h = item % NH, i = (item / NH) % n, b = item / (NH * n);
+      const size_t bi = static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i);
+      const size_t kvh = static_cast<size_t>(h / s.group);
+      const size_t row0 = static_cast<size_t>(b) * static_cast<size_t>(maxT);  // this sequence's position 0
+      const float* q = qkv + bi * s.width + static_cast<size_t>(h) * hs;
+      float* o = out + bi * s.uC + static_cast<size_t>(h) * hs;
+      const int len = pos + i + 1;  // causal: positions 0 .. pos+i
+      // pass 1: score_t = s_k[t] (q . kq_t) / sqrt(hs), and the max
+      float mx = -INFINITY;
+      for (int t = 0; t < len; ++t) {
+        const size_t row = row0 + static_cast<size_t>(t);
+        const float d = dot_i8<Vec>(q, kcache + row * s.uKV + kvh * hs, s.hs);
+        const float sc = kscale[row * uNKV + kvh] * d * s.scale;
+        score[static_cast<size_t>(t)] = sc;
+        mx = std::max(mx, sc);
+      }
+      // pass 2: out = sum_t p_t s_v[t] vq_t / sum_t p_t, p_t = exp(score_t - max)
+      std::fill(o, o + hs, 0.0f);
+      double sum = 0.0;
+      for (int t = 0; t < len; ++t) {
+        const size_t row = row0 + static_cast<size_t>(t);
+        const float p = std::exp(score[static_cast<size_t>(t)] - mx);
+        sum += p;
+        axpy_i8<Vec>(o, p * vscale[row * uNKV + kvh], vcache + row * s.uKV + kvh * hs, s.hs);
+      }
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (size_t j = 0; j < hs; ++j) o[j] *= inv;
+    }
+  }
+}
+
+}  // namespace
+
+void attention_decode_int8_v2(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                              const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT) {
+  attention_decode_int8_simd<V>(out, kcache, vcache, kscale, vscale, qkv, B, n, pos, C, NH, NKV, maxT, true);
+}
+
+void attention_decode_int8_portable(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                                    const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT) {
+  attention_decode_int8_simd<simd::Portable<8>>(out, kcache, vcache, kscale, vscale, qkv, B, n, pos, C, NH, NKV,
+                                                maxT, false);
+}
+
+const std::vector<AttentionDecodeInt8Version>& attention_decode_int8_versions() {
+  static const std::vector<AttentionDecodeInt8Version> versions = {
+      {1, "naive", "plain loops over the dequantised cache, scores in double (the reference)",
+       attention_decode_int8_v1},
+      {2, "simd-threads", "int8 widened in registers, scales once per position, (b, i, h) across OpenMP threads",
+       attention_decode_int8_v2},
+  };
+  return versions;
+}
+
+void attention_decode_int8(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                           const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT) {
+  attention_decode_int8_versions().back().fn(out, kcache, vcache, kscale, vscale, qkv, B, n, pos, C, NH, NKV, maxT);
+}
+
 }  // namespace kernels

@@ -35,6 +35,13 @@
 //              query heads that share it, so a token streams the cache's bytes once, in
 //              order (v2: one head's slice per row, NH / NKV times). Bit for bit v2's
 //              output. Lesson 11's part gqa measures it.
+//   attention_decode_int8 v1  naive (lesson 15): the cache in int8, one float scale per KV
+//              head and position (gpt::quantize_dequantize_heads_int8's rounding); v1's loops
+//              over the dequantised values q s, scores in double; the reference.
+//   attention_decode_int8 v2  simd-threads: v2's two passes reading int8, widened to float in
+//              registers; k's scale applied once per position's dot product (s_k sum q_c kq_c),
+//              v's folded into the softmax weight (p_t s_v). Attacks the bytes: a position's
+//              head costs hs + 4 bytes instead of 4 hs. Part kv of lesson 15 times it.
 //   w8a8 (lesson 15) in every matvec version: x quantised per input row (per token) with
 //              kernels/int8_gemm.h's quantize_rows_int8, int32 dot products with the int8
 //              weights (v1 plain loops; v2, v3 AVX-512 VNNI vpdpbusd or AVX2 vpmaddubsw, plain
@@ -140,5 +147,37 @@ void attention_decode_v3(float* out, float* kcache, float* vcache, const float* 
 // The fastest version (the table's last).
 void attention_decode(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
                       int NH, int NKV, int maxT);
+
+// ---- attention over an int8 KV cache (lesson 15) ------------------------------------------------
+// attention_decode with the cache stored in int8: per layer
+//   kcache, vcache (B, maxT, KV) int8    the keys and values, KV = NKV * hs
+//   kscale, vscale (B, maxT, NKV) float  one scale per position and KV head
+// Each head's hs values x of a new position are stored as q = clamp(round(x * (1 / s)), -127,
+// 127) with s = max |x| / 127 (0 for an all-zero head): exactly gpt::quantize_dequantize_heads_int8's
+// rounding, so the cache gives back q s, the values gpt::compressed_logits(..., {.kv_int8 =
+// true}) attends over. The 4 hs bytes of a head at a position become hs + 4: about 4x fewer for
+// the attention of a long context to stream. Same arguments and checks as attention_decode
+// (std::invalid_argument), the new rows quantised into the cache first.
+// Stores the hs values of one head as int8 in q; returns their scale.
+float quantize_head_int8(const float* x, int hs, int8_t* q);
+// Quantises the k and v of qkv's n new positions into the caches at [pos, pos+n).
+void append_kv_int8(int8_t* kcache, int8_t* vcache, float* kscale, float* vscale, const float* qkv, int B, int n,
+                    int pos, int C, int NH, int NKV, int maxT);
+using AttentionDecodeInt8Fn = void (*)(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                                       const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT);
+using AttentionDecodeInt8Version = OpVersion<AttentionDecodeInt8Fn>;
+const std::vector<AttentionDecodeInt8Version>& attention_decode_int8_versions();
+// v1: plain loops over the dequantised values (q s as a float), scores in double; the reference.
+void attention_decode_int8_v1(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                              const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT);
+// v2: SIMD (int8 widened in registers, the scales once per position), threads over (b, i, h).
+void attention_decode_int8_v2(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                              const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT);
+// v2's kernel with simd::Portable<8> on one thread (the fallback NEON-less machines use).
+void attention_decode_int8_portable(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                                    const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT);
+// The fastest version (the table's last).
+void attention_decode_int8(float* out, int8_t* kcache, int8_t* vcache, float* kscale, float* vscale,
+                           const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT);
 
 }  // namespace kernels

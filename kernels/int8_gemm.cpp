@@ -68,6 +68,8 @@
 #include <arm_neon.h>
 #endif
 
+#include "kernels/vnni.h"
+
 namespace kernels {
 
 namespace {
@@ -220,13 +222,9 @@ constexpr int kNR = 32;  // columns of B per panel: two zmm of 16 int32 outputs
 // 16 accumulators (8 x 2 zmm) + 2 B loads + 1 broadcast = 19 of the 32 zmm registers. Zen 4
 // runs a 512-bit vpdpbusd as two 256-bit halves; 16 independent chains cover its latency.
 
-// acc += dot4(a, b) in place. GCC 12 compiles _mm512_dpbusd_epi32 into a copy of the
-// accumulator, the vpdpbusd, and a copy back (measured: 16 accumulators became 32 registers
-// plus stack spills in the loop, 134 GOP/s instead of ~200 on one Zen 4 core); this one
-// instruction of inline assembly says "update this register" and nothing else.
-inline void dpbusd(__m512i& acc, __m512i a_u8, __m512i b_s8) {
-  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a_u8), "v"(b_s8));
-}
+// acc += dot4(a, b) in place: kernels/vnni.h's one line of inline assembly (GCC 12 compiles
+// _mm512_dpbusd_epi32 into copies and stack spills of the accumulators; see there).
+using detail::dpbusd;
 
 // B (N, K) -> panels: panel p holds columns n = 32p .. 32p+31 as [K4][32][4] bytes
 // (K4 = K rounded up to 4, /4): for each group of 4 k, the 4 bytes of each of 32 columns in

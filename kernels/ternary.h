@@ -21,6 +21,31 @@
 //   v3  simd-threads: v2's rows split across OpenMP threads (each row's sums in v2's order:
 //       bit for bit v2).
 // Sums are in float in a different order than v1's (16 or 8 partial sums): within a few ulps.
+//
+// v1-v3 spend ~4.5 cycles per 16 weights turning codes into masks: ~16% of the DRAM bandwidth
+// law on the Zen 4 VM. v4, v5 change the arithmetic, as bitnet.cpp does (W1.58 A8): x is
+// quantised per token to int8 (kernels::quantize_rows_int8: q_x = round(x / s), s = max|x| /
+// 127, BitNet b1.58's activation quantiser and the W8A8 path's), every output an exact int32
+//   y = gamma * s * sum_c q_w[c] q_x[c]
+// so they differ from v1-v3 by the rounding of x (|x - s q_x| <= s / 2 per element) and agree
+// with ternary_matvec_int8_ref bit for bit (integers; the same float expression at the end).
+//   v4  int8-dot: 256 weights a step: their 64 code bytes in one zmm; for each of the four
+//       2-bit fields k, a shift right by 2k and one table look-up (vpermb, AVX-512 VBMI: the
+//       low 6 bits index {1, 2, 0, 1} repeated; without VBMI & 3 and vpshufb) give 64 bytes
+//       q_w + 1 in {0, 1, 2}, and one vpdpbusd (AVX-512 VNNI, u8 x s8) their 64 products with
+//       q_x: 11 vector ops per 256 weights, ~0.7 per 16 (v2: ~4.5 cycles per 16). The + 1 on
+//       the unsigned side costs one subtraction of sum q_x per output, computed once per
+//       token. Field k holds weight 4j + k in byte j, so q_x is permuted into that order once
+//       per token (qp[256b + 64k + j] = q_x[256b + 4j + k], zero-padded to a multiple of 256)
+//       rather than the weights once per row: the packed layout stays ternary_pack's. AVX2:
+//       the same fields from two ymm halves, vpshufb, vpmaddubsw + vpmaddwd; elsewhere the
+//       reference's loop. Codes prefetched 2 KiB ahead (fetching and computing a line cost
+//       about the same on one core: the fetches must start early). One thread. A rough run
+//       on a busy Zen 4 VM (1 thread): 5.9x v3's speed in cache, 3.5-3.9x from DRAM; in cache (3072 x 768) ~0.75
+//       cycles per 16 weights, ~90% of the 1-thread DRAM law; from DRAM (4096^2) ~50-55% of
+//       a quiet minute's 1-thread STREAM (21.6 GB/s): computing a line costs about as much
+//       as fetching it, and the two only partly overlap.
+//   v5  int8-dot-threads: v4's rows across OpenMP threads.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +69,13 @@ const std::vector<TernaryMatvecVersion>& ternary_matvec_versions();
 void ternary_matvec_v1(float* y, const float* x, const uint8_t* packed, float gamma, int rows, int cols, int n);
 void ternary_matvec_v2(float* y, const float* x, const uint8_t* packed, float gamma, int rows, int cols, int n);
 void ternary_matvec_v3(float* y, const float* x, const uint8_t* packed, float gamma, int rows, int cols, int n);
-// The fastest version (the table's last).
+void ternary_matvec_v4(float* y, const float* x, const uint8_t* packed, float gamma, int rows, int cols, int n);
+void ternary_matvec_v5(float* y, const float* x, const uint8_t* packed, float gamma, int rows, int cols, int n);
+// v4's and v5's reference: the same quantisation of x, then plain loops summing q_w q_x in int32.
+void ternary_matvec_int8_ref(float* y, const float* x, const uint8_t* packed, float gamma, int rows, int cols,
+                             int n);
+// The fastest version with float activations (v3): what callers that want v1's numbers (up to
+// float rounding) use. v5, the table's last, is faster but rounds x to int8.
 void ternary_matvec(float* y, const float* x, const uint8_t* packed, float gamma, int rows, int cols, int n);
 
 }  // namespace kernels

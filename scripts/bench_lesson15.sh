@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/bench_lesson15.sh: lesson 15's full-size record and figures.
 #
-#   scripts/bench_lesson15.sh           every part at its default size (about 15 minutes on 2 idle
-#                                       cores, most of it the bitnet part's three training runs)
+#   scripts/bench_lesson15.sh           every part at its default size (about 25 minutes on 2 idle
+#                                       cores, most of it the bitnet part's four training runs and,
+#                                       the first time, the kv part's long-context model)
 #   QUICK=1 scripts/bench_lesson15.sh   the parts' --quick sizes (a dry run; the record is marked quick)
 #
 # Runs nnlab lesson15 --json docs/benchmarks/lesson15.json (its output in docs/benchmarks/lesson15.txt)

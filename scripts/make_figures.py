@@ -1482,14 +1482,20 @@ def fig_lesson15_bitnet():
     b = parts["bitnet"]
     p = plt()
     fig, ax = p.subplots(figsize=(7, 4.2))
+    # a record from before W1.58A8 has three runs; a newer one a fourth with "int8_activations"
+    # true (ternary weights and int8-rounded Linear inputs), drawn dashed beside the ternary run
+    a8 = any(r.get("int8_activations") for r in b["runs"])
     for r in b["runs"]:
         xs = [(i + 0.5) * b["window"] for i in range(len(r["curve"]))]
-        ax.plot(xs, r["curve"], label=f"{r['name']} (C {r['n_embd']}, {r['linear_bytes'] / 1e6:.2f} MB of Linear weights): "
+        acts = ", int8 activations" if r.get("int8_activations") else ""
+        ax.plot(xs, r["curve"], linestyle="--" if r.get("int8_activations") else "-",
+                label=f"{r['name']} (C {r['n_embd']}, {r['linear_bytes'] / 1e6:.2f} MB of Linear weights{acts}): "
                 f"val {r['val_loss']:.3f}")
     ax.set_xlabel("step")
     ax.set_ylabel(f"training loss (mean of {b['window']} steps)")
     ax.legend(fontsize=7)
-    ax.set_title("Lesson 15: BitNet b1.58 from scratch against fp32" + mode_tag(), fontsize=10)
+    ax.set_title("Lesson 15: BitNet b1.58 from scratch against fp32" + (" (W1.58 and W1.58A8)" if a8 else "")
+                 + mode_tag(), fontsize=10)
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return save(fig, "lesson15-bitnet", f"docs/benchmarks/lesson15.json ({L15_COMMAND}; {machine(rec)})")
 

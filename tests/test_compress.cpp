@@ -3,7 +3,11 @@
 // error on an outlier channel; W8A8 and the int8 KV cache stay near fp32 without equalling it;
 // GPTQ's single-column update matches a hand computation, its layer error is at most RTN's, its
 // int3 levels are in [-3, 3]; BitNet's ternary rounding of a known matrix; one STE step applies
-// the ternary model's gradient to the latents; ternary training lowers the loss.
+// the ternary model's gradient to the latents; ternary training lowers the loss. BitNet's int8
+// activations (W1.58A8): the hooked forward equals one whose Linears quantise their inputs with
+// quantize_rows_int8 explicitly (gpt2 and llama, every fusion, recomputation), its gradient is
+// the straight-through estimator's (central differences of the surrogate x + fixed (x_q - x)),
+// training lowers the loss, and a --ternary-a8 run resumes exactly and refuses a mismatch.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include "gpt/model.h"
 #include "gpt/train.h"
 #include "io/text.h"
+#include "kernels/int8_gemm.h"
 #include "kernels/weight_format.h"
 #include "nn/rng.h"
 #include "tests/gpt_test_options.h"
@@ -386,6 +391,412 @@ TEST_CASE("compress: a --ternary run saves its latents and flag, and resumes exa
   CHECK_THAT(testing::error_of([&] { gpt::train(wrong, sink); }), Catch::Contains("--ternary"));
   // an fp32 checkpoint says it is not ternary
   CHECK_FALSE(gpt::load_checkpoint((std::filesystem::path(plain.out_dir) / "last.safetensors").string()).state.ternary);
+}
+
+// ---- BitNet b1.58's int8 activations (W1.58A8) -------------------------------------------------
+
+namespace {
+
+// A host model in another arch: llama with full attention (int8 activations refuse flash).
+gpt::GPT tiny_llama(uint64_t seed) {
+  gpt::GPTConfig c;
+  c.vocab_size = 13;
+  c.block_size = 16;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 32;
+  c.arch = gpt::Arch::llama;
+  c.bias = false;
+  c.attention = gpt::AttentionKind::full;
+  gpt::GPT m = gpt::gpt_create(c);
+  gpt::gpt_init_weights(m, seed);
+  return m;
+}
+
+// The reference forward: the model's own block (transformer_forward) with kernels whose Linear
+// quantises its input EXPLICITLY with kernels::quantize_rows_int8 and multiplies in plain loops
+// (double sums): y[n][o] = b[o] + s_n sum_i q[n][i] W[o][i]. No hook involved.
+class ExplicitInt8Kernels final : public gpt::BlockKernels {
+ public:
+  ExplicitInt8Kernels(gpt::Backend& be, const gpt::GPT& m, int B, int T) : be_(be), m_(m), B_(B), T_(T) {}
+  void linear(float* out, const float* inp, const gpt::LinearLayer& w, int N) override {
+    std::vector<int8_t> q(static_cast<size_t>(N) * w.in);
+    std::vector<float> s(static_cast<size_t>(N));
+    kernels::quantize_rows_int8(inp, N, w.in, q.data(), s.data());
+    for (int n = 0; n < N; ++n) {
+      for (int o = 0; o < w.out; ++o) {
+        double acc = 0.0;
+        for (int i = 0; i < w.in; ++i) {
+          const size_t xi = static_cast<size_t>(n) * w.in + i, wi = static_cast<size_t>(o) * w.in + i;
+          acc += static_cast<double>(q[xi]) * w.weight[wi];
+        }
+        out[static_cast<size_t>(n) * w.out + o] =
+            static_cast<float>(acc * s[static_cast<size_t>(n)] + (w.bias != nullptr ? w.bias[o] : 0.0f));
+      }
+    }
+  }
+  void linear_gelu(float* pre, float* out, const float* inp, const gpt::LinearLayer& w, int N) override {
+    linear(pre, inp, w, N);
+    be_.gelu_forward(out, pre, static_cast<int64_t>(N) * w.out);
+  }
+  void attention(float* out, float* preatt, float* att, float* /*lse*/, const float* qkv, int /*layer*/) override {
+    be_.attention_forward(out, preatt, att, qkv, B_, T_, m_.config.n_embd, m_.config.n_head);
+  }
+  void rope(float* qkv) override { gpt::apply_rope(be_, m_, qkv, B_, T_, 0, false); }
+
+ private:
+  gpt::Backend& be_;
+  const gpt::GPT& m_;
+  int B_, T_;
+};
+
+std::vector<float> explicit_int8_logits(const gpt::GPT& m, gpt::Backend& be, const std::vector<int32_t>& in, int B,
+                                        int T) {
+  const gpt::GPTConfig& c = m.config;
+  gpt::ActivationLayout l;
+  l.B = B;
+  l.T = T;
+  l.stacked = false;
+  l.preatt = true;
+  l.att = true;
+  l.masks = false;
+  l.loss = true;
+  l = gpt::with_config(l, c);
+  std::vector<float> acts(static_cast<size_t>(gpt::activation_floats(c, l)), 0.0f);
+  const gpt::ActivationTensors A = gpt::activation_tensors(acts.data(), c, l);
+  const gpt::ParameterTensors& P = m.params;
+  const int N = B * T;
+  be.encoder_forward(A.encoded, in.data(), P.wte, P.wpe, B, T, c.n_embd, c.vocab_size);
+  ExplicitInt8Kernels k(be, m, B, T);
+  gpt::transformer_forward(be, k, c, P, A, l, A.encoded, N, gpt::Dropout{}, /*fuse=*/false);
+  std::vector<float> logits(static_cast<size_t>(N) * c.vocab_size);
+  be.matmul_forward(logits.data(), A.lnf, gpt::head_weight(P), nullptr, N, c.n_embd, c.vocab_size);
+  return logits;
+}
+
+// The surrogate whose exact gradient the straight-through estimator is: each Linear input x
+// replaced by x + c, c = x_q - x recorded at the base point and then held fixed (so the rounding
+// is there in value, and the identity in the derivative). A hook of the same type as
+// set_int8_activations', recording or replaying the offsets in call order.
+struct Surrogate {
+  bool record = true;
+  size_t next = 0;
+  std::vector<std::vector<float>> offsets;
+};
+Surrogate g_surrogate;
+void surrogate_hook(gpt::Memory& /*memory*/, float* x, int rows, int cols) {
+  const size_t n = static_cast<size_t>(rows) * cols;
+  if (g_surrogate.record) {
+    std::vector<float> q(x, x + n);
+    gpt::fake_quantize_rows_int8(q.data(), rows, cols);
+    std::vector<float> c(n);
+    for (size_t i = 0; i < n; ++i) c[i] = q[i] - x[i];
+    g_surrogate.offsets.push_back(std::move(c));
+  }
+  const std::vector<float>& c = g_surrogate.offsets.at(g_surrogate.next++);
+  for (size_t i = 0; i < n; ++i) x[i] += c[i];
+}
+float surrogate_loss(gpt::GPT& m, gpt::Backend& be, const std::vector<int32_t>& x, const std::vector<int32_t>& y, int B,
+                     int T) {
+  g_surrogate.next = 0;
+  gpt::gpt_forward(m, be, x.data(), y.data(), B, T);
+  g_surrogate.record = false;
+  return m.mean_loss;
+}
+
+}  // namespace
+
+TEST_CASE("compress: fake_quantize_rows_int8 is quantize_rows_int8 then q times s", "[compress]") {
+  nn::Rng rng(5);
+  const int rows = 3, cols = 37;
+  std::vector<float> x(static_cast<size_t>(rows) * cols);
+  for (float& v : x) v = rng.normal(0.0f, 1.0f);
+  x[5] = 9.0f;          // an outlier: row 0's scale is 9 / 127
+  for (int c = 0; c < cols; ++c) x[static_cast<size_t>(2 * cols + c)] = 0.0f;  // an all-zero row stays 0
+  std::vector<float> got = x;
+  gpt::fake_quantize_rows_int8(got.data(), rows, cols);
+  for (int r = 0; r < rows; ++r) {
+    float amax = 0.0f;
+    for (int c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(x[static_cast<size_t>(r * cols + c)]));
+    const float s = amax / 127.0f;
+    for (int c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(r * cols + c);
+      const float want = s > 0.0f ? std::clamp(std::nearbyint(x[i] / s), -127.0f, 127.0f) * s : 0.0f;
+      INFO("row " << r << " col " << c);
+      CHECK(got[i] == Approx(want).margin(1e-6));
+      CHECK(std::fabs(got[i] - x[i]) <= s / 2 * 1.0001f);  // within half a step
+    }
+  }
+  CHECK(max_abs_diff(got, x) > 1e-3);  // it did round
+}
+
+TEST_CASE("compress: int8 activations make each Linear see its input rounded by quantize_rows_int8",
+          "[compress]") {
+  auto naive = gpt::make_naive_backend();
+  auto cpu = gpt::make_cpu_backend();
+  for (int arch = 0; arch < 2; ++arch) {
+    gpt::GPT m = arch == 0 ? tiny_model(31) : tiny_llama(31);
+    // every parameter x 4: logits of order 1, not 0.01, so the rounding's effect is far above
+    // the tolerance of the comparisons below
+    std::vector<float> p = m.params_memory.to_vector();
+    for (float& v : p) v *= 4.0f;
+    m.params_memory.upload(p.data(), p.size());
+    const int B = 2, T = 16;
+    const std::vector<int32_t> in = token_stream(B * T, m.config.vocab_size, 4);
+    const std::vector<float> fp = fp32_logits(m, *cpu, in, B, T);
+    const std::vector<float> ref = explicit_int8_logits(m, *naive, in, B, T);
+    gpt::set_int8_activations(m, true);
+    REQUIRE(gpt::has_int8_activations(m));
+    const double tol = 1e-5 * (1.0 + max_abs(ref));
+    INFO("arch " << gpt::arch_name(m.config.arch) << ": logits up to " << max_abs(ref) << ", fp32 against int8 inputs "
+                 << max_abs_diff(fp, ref));
+    CHECK(max_abs_diff(fp, ref) > 100 * tol);  // the rounding shows in the logits
+    // every forward path: naive and cpu backends, fused and unfused residual + LayerNorm,
+    // activation recomputation
+    for (gpt::Backend* be : {naive.get(), cpu.get()}) {
+      for (gpt::Fusion f : {gpt::Fusion::unfused, gpt::Fusion::fused}) {
+        if (arch == 1 && f == gpt::Fusion::fused) continue;  // llama has no fused residual + RMSNorm
+        gpt::gpt_forward(m, *be, in.data(), nullptr, B, T, false, 0, f);
+        const std::vector<float> got(m.acts.logits, m.acts.logits + ref.size());
+        INFO(be->name() << " fusion " << static_cast<int>(f));
+        CHECK(max_abs_diff(got, ref) < tol);
+      }
+    }
+    gpt::GPT r = m;
+    gpt::gpt_set_recompute(r, true);
+    gpt::gpt_forward(r, *cpu, in.data(), nullptr, B, T);
+    CHECK(max_abs_diff(std::vector<float>(r.acts.logits, r.acts.logits + ref.size()), ref) < tol);
+    // the copies a --ternary-a8 run evaluates keep the rounding; off is fp32 again
+    gpt::GPT t = gpt::ternary_copy(m);
+    CHECK(gpt::has_int8_activations(t));
+    gpt::set_int8_activations(m, false);
+    CHECK(max_abs_diff(fp32_logits(m, *cpu, in, B, T), fp) == 0.0);
+    // evaluate_compressed runs the model's hook too: its number is gpt::evaluate's
+    gpt::set_int8_activations(m, true);
+    const std::vector<int32_t> toks = token_stream(300, m.config.vocab_size, 8);
+    const float ev = gpt::evaluate(m, *cpu, toks, B, T, 2, 3, 1);
+    CHECK(gpt::evaluate_compressed(m, *cpu, toks, B, T, 2, 3, 1, {}) == Approx(ev).epsilon(1e-5));
+  }
+  // flash attention's backward reads the attention output: refused
+  gpt::GPT f = tiny_llama(1);
+  f.config.attention = gpt::AttentionKind::flash;
+  CHECK_THAT(testing::error_of([&] { gpt::set_int8_activations(f, true); }), Catch::Contains("full attention"));
+}
+
+TEST_CASE("compress: the int8-activation gradient is the straight-through estimator's", "[compress]") {
+  // The STE gradient (gpt_backward after a hooked forward) against central differences of the
+  // surrogate loss (x + c with c = x_q - x fixed: the rounding's value, the identity's
+  // derivative), along random +-1 directions over each parameter tensor. The surrogate is smooth,
+  // so the differences converge; a backward that read a rounded buffer to differentiate the op
+  // before it, or a missing rounding in the forward, would not match.
+  auto be = gpt::make_cpu_backend();
+  for (int arch = 0; arch < 2; ++arch) {
+    gpt::GPT m = arch == 0 ? tiny_model(41) : tiny_llama(41);
+    const int B = 2, T = 16;
+    const std::vector<int32_t> toks = token_stream(200, m.config.vocab_size, 6);
+    std::vector<int32_t> x, y;
+    gpt::get_batch(toks, B, T, 1, 0, 0, x, y);
+    gpt::GPT q = gpt::ternary_copy(m);  // the weights W1.58A8 trains through, ternary
+    gpt::set_int8_activations(q, true);
+    gpt::gpt_zero_grad(q);
+    gpt::gpt_forward(q, *be, x.data(), y.data(), B, T);
+    const float loss_q = q.mean_loss;
+    gpt::gpt_backward(q, *be);
+    const std::vector<float> g = q.grads_memory.to_vector();
+    // the same model with the surrogate hook: the same loss at the base point
+    gpt::GPT s = q;
+    s.linear_input = surrogate_hook;
+    g_surrogate = Surrogate{};
+    CHECK(surrogate_loss(s, *be, x, y, B, T) == Approx(loss_q).epsilon(1e-6));
+    // and an fp32-activation model's gradient, to show the check can tell them apart
+    gpt::GPT plain = q;
+    gpt::set_int8_activations(plain, false);
+    gpt::gpt_zero_grad(plain);
+    gpt::gpt_forward(plain, *be, x.data(), y.data(), B, T);
+    gpt::gpt_backward(plain, *be);
+    const std::vector<float> g_fp = plain.grads_memory.to_vector();
+    const std::vector<float> base = s.params_memory.to_vector();
+    nn::Rng rng(77);
+    int checked = 0;
+    double worst_fp_rel = 0.0;
+    for (const gpt::ParamSlice& sl : s.slices) {
+      std::vector<float> v(static_cast<size_t>(sl.numel));
+      for (float& e : v) e = (rng.next_u32() & 1u) != 0 ? 1.0f : -1.0f;
+      double dot = 0.0, dot_fp = 0.0;
+      for (int64_t i = 0; i < sl.numel; ++i) {
+        dot += static_cast<double>(g[static_cast<size_t>(sl.offset + i)]) * v[static_cast<size_t>(i)];
+        dot_fp += static_cast<double>(g_fp[static_cast<size_t>(sl.offset + i)]) * v[static_cast<size_t>(i)];
+      }
+      const float h = 2e-3f;
+      auto at = [&](float sign) {
+        std::vector<float> p = base;
+        for (int64_t i = 0; i < sl.numel; ++i) {
+          p[static_cast<size_t>(sl.offset + i)] += sign * h * v[static_cast<size_t>(i)];
+        }
+        s.params_memory.upload(p.data(), p.size());
+        return static_cast<double>(surrogate_loss(s, *be, x, y, B, T));
+      };
+      const double fd = (at(1.0f) - at(-1.0f)) / (2.0 * h);
+      INFO(gpt::arch_name(m.config.arch) << " " << sl.name << ": STE " << dot << ", differences " << fd << ", fp32 "
+                                         << dot_fp);
+      // (the differences resolve the loss to its float ulp / 2h, about 6e-5)
+      CHECK(std::fabs(dot - fd) <= 2e-4 + 1e-2 * std::fabs(fd));
+      worst_fp_rel = std::max(worst_fp_rel, std::fabs(dot - dot_fp) / (std::fabs(dot) + 1e-3));
+      ++checked;
+    }
+    s.params_memory.upload(base.data(), base.size());
+    CHECK(checked == static_cast<int>(s.slices.size()));
+    CHECK(worst_fp_rel > 1e-3);  // the int8 rounding changes the gradient measurably
+    // activation recomputation rounds the recomputed inputs the same way: the same gradients
+    // as the stored unfused forward
+    gpt::GPT r = q;
+    gpt::gpt_zero_grad(q);
+    gpt::gpt_forward(q, *be, x.data(), y.data(), B, T, false, 0, gpt::Fusion::unfused);
+    gpt::gpt_backward(q, *be);
+    gpt::gpt_set_recompute(r, true);
+    gpt::gpt_zero_grad(r);
+    gpt::gpt_forward(r, *be, x.data(), y.data(), B, T);
+    gpt::gpt_backward(r, *be);
+    CHECK(max_abs_diff(r.grads_memory.to_vector(), q.grads_memory.to_vector()) == 0.0);
+  }
+}
+
+TEST_CASE("compress: one W1.58A8 step is the ternary step with rounded inputs", "[compress]") {
+  // ternary_train_step on a hooked model: its gradient is the one of the ternary copy with
+  // the hook (the test above checks that gradient), applied to the latents
+  auto be = gpt::make_cpu_backend();
+  gpt::GPT m = tiny_model(12);
+  gpt::set_int8_activations(m, true);
+  const std::vector<int32_t> toks = token_stream(200, m.config.vocab_size, 3);
+  std::vector<int32_t> x, y;
+  gpt::get_batch(toks, 2, 16, 1, 0, 0, x, y);
+  gpt::GPT t = gpt::ternary_copy(m);
+  gpt::gpt_zero_grad(t);
+  gpt::gpt_forward(t, *be, x.data(), y.data(), 2, 16, false);
+  gpt::gpt_backward(t, *be);
+  gpt::GPT plain = gpt::ternary_copy(m);
+  gpt::set_int8_activations(plain, false);
+  gpt::gpt_forward(plain, *be, x.data(), y.data(), 2, 16, false);
+  CHECK(plain.mean_loss != t.mean_loss);
+  gpt::StepOptions o;
+  o.grad_clip = 0.0f;
+  o.train = false;
+  const gpt::StepResult r = gpt::ternary_train_step(m, *be, {{x.data(), y.data(), 0}}, 2, 16, o);
+  CHECK(r.loss == Approx(t.mean_loss).epsilon(1e-6));
+  CHECK(max_abs_diff(m.grads_memory.to_vector(), t.grads_memory.to_vector()) <= 1e-7);
+  CHECK(gpt::has_int8_activations(m));
+}
+
+TEST_CASE("compress: W1.58A8 training lowers the loss of a tiny model", "[compress]") {
+  auto be = gpt::make_cpu_backend();
+  gpt::GPT m = tiny_model(21);
+  gpt::set_int8_activations(m, true);
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 400; ++i) toks.push_back(static_cast<int32_t>((i * 5 + i / 7) % m.config.vocab_size));
+  gpt::StepOptions o;
+  o.lr = 3e-3f;
+  std::vector<int32_t> x, y;
+  gpt::GPT t0 = gpt::ternary_copy(m);
+  const float before = gpt::evaluate(t0, *be, toks, 4, 16, 2, 5, 1);
+  for (int step = 0; step < 40; ++step) {
+    gpt::get_batch(toks, 4, 16, 1, 0, static_cast<uint64_t>(step), x, y);
+    gpt::ternary_train_step(m, *be, {{x.data(), y.data(), 0}}, 4, 16, o);
+  }
+  gpt::GPT t = gpt::ternary_copy(m);
+  REQUIRE(gpt::has_int8_activations(t));
+  const float after = gpt::evaluate(t, *be, toks, 4, 16, 2, 5, 1);
+  INFO("W1.58A8 model loss " << before << " -> " << after);
+  CHECK(after < before - 0.3f);
+}
+
+TEST_CASE("compress: a --ternary-a8 run saves its activations key, resumes exactly and refuses a mismatch",
+          "[compress]") {
+  testing::TempDir dir("compress-ternary-a8");
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "First Citizen:\nBefore we proceed any further, hear me speak.\n";
+  const std::string corpus = dir.file("corpus.txt");
+  std::ofstream(corpus) << text;
+  gpt::TrainOptions o = testing::tiny_train_options(dir, corpus);
+  o.ternary_a8 = true;  // implies ternary weights (o.ternary stays false)
+  o.out_dir = dir.file("full");
+  std::ostringstream sink;
+  const gpt::TrainResult full = gpt::train(o, sink);
+  REQUIRE(full.step_losses.size() == 8);
+  gpt::TrainOptions tern = o;
+  tern.ternary_a8 = false;
+  tern.ternary = true;
+  tern.out_dir = dir.file("ternary");
+  const gpt::TrainResult tr = gpt::train(tern, sink);
+  CHECK(tr.step_losses[0] != full.step_losses[0]);  // the rounding changes the first forward already
+  // the final val loss is the W1.58A8 model's: evaluate a ternary copy with the hook of the checkpoint
+  const std::string full_last = (std::filesystem::path(o.out_dir) / "last.safetensors").string();
+  gpt::LoadedCheckpoint fl = gpt::load_checkpoint(full_last);
+  CHECK(fl.state.ternary);
+  CHECK(fl.state.int8_activations);
+  {
+    auto be = gpt::make_backend(o.backend);
+    const nn::TextCorpus c = nn::load_corpus(corpus, o.val_fraction);
+    gpt::GPT w = gpt::ternary_copy(fl.model);
+    gpt::set_int8_activations(w, true);
+    // the same forward as the trainer's evaluation: the same bits
+    const float with = gpt::evaluate(w, *be, c.val, o.batch_size, o.block_size, o.eval_iters, o.seed, 3);
+    CHECK(with == full.final_val_loss);
+    gpt::set_int8_activations(w, false);
+    const float without = gpt::evaluate(w, *be, c.val, o.batch_size, o.block_size, o.eval_iters, o.seed, 3);
+    INFO("W1.58A8 val loss " << with << ", the same weights with fp32 activations " << without);
+    CHECK(without != with);
+    // as_trained (what `nnlab gpt eval` and `sample` run): the same model from the checkpoint alone
+    gpt::LoadedCheckpoint again = gpt::load_checkpoint(full_last);
+    gpt::as_trained(again);
+    CHECK(gpt::has_int8_activations(again.model));
+    CHECK(gpt::evaluate(again.model, *be, c.val, o.batch_size, o.block_size, o.eval_iters, o.seed, 3) == with);
+    // a --ternary checkpoint: ternary weights, fp32 activations; not the latents
+    gpt::LoadedCheckpoint tl = gpt::load_checkpoint((std::filesystem::path(tern.out_dir) / "last.safetensors").string());
+    const std::vector<float> latents = tl.model.params_memory.to_vector();
+    gpt::as_trained(tl);
+    CHECK_FALSE(gpt::has_int8_activations(tl.model));
+    CHECK(tl.model.params_memory.to_vector() == gpt::ternary_copy(gpt::load_checkpoint(
+                                                     (std::filesystem::path(tern.out_dir) / "last.safetensors").string())
+                                                     .model)
+                                                     .params_memory.to_vector());
+    CHECK(tl.model.params_memory.to_vector() != latents);
+  }
+  // interrupted at step 4, resumed to 8: the same losses
+  gpt::TrainOptions cut = o;
+  cut.out_dir = dir.file("cut");
+  cut.max_iters = 4;
+  cut.lr_decay_iters = 8;
+  gpt::train(cut, sink);
+  const std::string last = (std::filesystem::path(cut.out_dir) / "last.safetensors").string();
+  gpt::TrainOptions resumed = o;
+  resumed.out_dir = dir.file("resumed");
+  resumed.resume = last;
+  resumed.lr_decay_iters = 8;
+  const gpt::TrainResult rest = gpt::train(resumed, sink);
+  REQUIRE(rest.step_losses.size() == 4);
+  for (size_t i = 0; i < 4; ++i) CHECK(rest.step_losses[i] == full.step_losses[i + 4]);
+  // a mismatched resume is refused, both ways
+  gpt::TrainOptions wrong = resumed;
+  wrong.ternary_a8 = false;
+  wrong.ternary = true;
+  wrong.out_dir = dir.file("wrong");
+  CHECK_THAT(testing::error_of([&] { gpt::train(wrong, sink); }), Catch::Contains("--ternary-a8"));
+  gpt::TrainOptions wrong2 = o;
+  wrong2.resume = (std::filesystem::path(tern.out_dir) / "last.safetensors").string();
+  wrong2.max_iters = 9;
+  wrong2.out_dir = dir.file("wrong2");
+  CHECK_THAT(testing::error_of([&] { gpt::train(wrong2, sink); }), Catch::Contains("without --ternary-a8"));
+  CHECK_FALSE(gpt::load_checkpoint(wrong2.resume).state.int8_activations);
+  // contradictory options are refused before anything runs
+  gpt::TrainOptions contra = o;
+  contra.given.insert("ternary");
+  contra.ternary = false;
+  contra.out_dir = dir.file("contra");
+  CHECK_THAT(testing::error_of([&] { gpt::train(contra, sink); }), Catch::Contains("--ternary=false"));
+  gpt::TrainOptions flash = o;
+  flash.arch = "llama";
+  flash.out_dir = dir.file("flash");
+  CHECK_THAT(testing::error_of([&] { gpt::train(flash, sink); }), Catch::Contains("--attention full"));
 }
 
 // Not a test: the measurements of the report (hidden; run by hand on a trained checkpoint):

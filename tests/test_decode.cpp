@@ -19,6 +19,7 @@
 
 #include <omp.h>
 
+#include "gpt/compress.h"
 #include "kernels/bench/ops.h"
 #include "kernels/decode.h"
 #include "kernels/harness.h"
@@ -640,4 +641,160 @@ TEST_CASE("w8a8 matvec: v1 is the integer definition, every version equals it bi
   CHECK(kernels::parse_format("w8a8") == WeightFormat::w8a8);
   CHECK(std::string(kernels::format_name(WeightFormat::w8a8)) == "w8a8");
   CHECK(kernels::check_packable(WeightFormat::w8a8, 3, 5).empty());
+}
+
+// ---- attention over an int8 KV cache (lesson 15) -----------------------------------------------
+// The cache's rounding must be gpt::quantize_dequantize_heads_int8's exactly (the Decoder is
+// compared with gpt::compressed_logits on it), and every version must equal v1, which must equal
+// the fp32 attention_decode_v1 run on the dequantised k and v (the same values, the same double
+// sums).
+namespace {
+
+void check_int8_attention_case(int B, int pos, int n, int C, int NH, int NKV) {
+  const int hs = C / NH, T = pos + n, maxT = T + 2;  // 2 rows past the end: must stay untouched
+  const size_t uC = static_cast<size_t>(C), uKV = static_cast<size_t>(NKV * hs), uNKV = static_cast<size_t>(NKV);
+  const size_t width = uC + 2 * uKV;
+  const std::string what = "B=" + std::to_string(B) + " pos=" + std::to_string(pos) + " n=" + std::to_string(n) +
+                           " C=" + std::to_string(C) + " NH=" + std::to_string(NH) + " NKV=" + std::to_string(NKV);
+  INFO(what);
+  // (B, T, C + 2 KV) with heads of different magnitudes (a per-head scale must matter)
+  std::vector<float> qkv = random_vector(static_cast<size_t>(B) * T * width, 71 + static_cast<uint64_t>(C + pos), -2.0f, 2.0f);
+  for (size_t r = 0; r < static_cast<size_t>(B) * T; ++r)
+    for (size_t j = uC; j < width; ++j) qkv[r * width + j] *= 1.0f + static_cast<float>((j - uC) / static_cast<size_t>(hs) % 3);
+  // the reference rounding: every row's k and v through quantize_dequantize_heads_int8
+  std::vector<float> deq = qkv;
+  for (size_t r = 0; r < static_cast<size_t>(B) * T; ++r) {
+    gpt::quantize_dequantize_heads_int8(deq.data() + r * width + uC, NKV, hs);
+    gpt::quantize_dequantize_heads_int8(deq.data() + r * width + uC + uKV, NKV, hs);
+  }
+  REQUIRE(deq != qkv);  // the rounding changed something
+  // rows [0, pos) are already in the cache; rows [pos, T) are the new ones
+  auto rows = [&](const std::vector<float>& src, int t0, int count) {
+    std::vector<float> out(static_cast<size_t>(B) * static_cast<size_t>(count) * width);
+    for (int b = 0; b < B; ++b)
+      std::copy_n(src.data() + (static_cast<size_t>(b) * T + static_cast<size_t>(t0)) * width,
+                  static_cast<size_t>(count) * width, out.data() + static_cast<size_t>(b * count) * width);
+    return out;
+  };
+  const std::vector<float> old_rows = rows(qkv, 0, pos), new_rows = rows(qkv, pos, n);
+  // the fp32 reference over the dequantised values: attention_decode_v1 on deq
+  std::vector<float> kf(static_cast<size_t>(B) * maxT * uKV, 0.0f), vf(kf.size(), 0.0f);
+  std::vector<float> ref(static_cast<size_t>(B) * n * uC);
+  if (pos > 0) {
+    std::vector<float> scratch(static_cast<size_t>(B) * pos * uC);
+    kernels::attention_decode_v1(scratch.data(), kf.data(), vf.data(), rows(deq, 0, pos).data(), B, pos, 0, C, NH, NKV, maxT);
+  }
+  kernels::attention_decode_v1(ref.data(), kf.data(), vf.data(), rows(deq, pos, n).data(), B, n, pos, C, NH, NKV, maxT);
+  const std::vector<double> want(ref.begin(), ref.end());
+
+  std::vector<float> v1_out;
+  using Fn = kernels::AttentionDecodeInt8Fn;
+  std::vector<std::pair<std::string, Fn>> fns;
+  for (const auto& v : kernels::attention_decode_int8_versions()) {
+    std::string name = "v";  // (not "v" + to_string: GCC 12 warns falsely, -Wrestrict)
+    name += std::to_string(v.number);
+    fns.emplace_back(name, v.fn);
+  }
+  fns.emplace_back("portable", kernels::attention_decode_int8_portable);
+  for (const auto& [name, fn] : fns) {
+    INFO("attention_decode_int8 " << name);
+    std::vector<int8_t> kq(static_cast<size_t>(B) * maxT * uKV, int8_t{99}), vq(kq.size(), int8_t{99});
+    std::vector<float> ks(static_cast<size_t>(B) * maxT * uNKV, NAN), vs(ks.size(), NAN);
+    if (pos > 0) kernels::append_kv_int8(kq.data(), vq.data(), ks.data(), vs.data(), old_rows.data(), B, pos, 0, C, NH, NKV, maxT);
+    h::GuardedBuffer out(want.size(), 1);
+    fn(out.data(), kq.data(), vq.data(), ks.data(), vs.data(), new_rows.data(), B, n, pos, C, NH, NKV, maxT);
+    require_guards(out, "out");
+    // v1 reads the same values as the fp32 reference, in double: rounding of the last step only
+    require_ok(h::compare("out", out.span(), want, {1e-6, 1e-5}), name + " vs fp32 v1 on the dequantised k, v");
+    if (name == "v1") {
+      v1_out.assign(out.data(), out.data() + want.size());
+    } else {
+      const std::vector<double> v1(v1_out.begin(), v1_out.end());
+      require_ok(h::compare("out", out.span(), v1, {1e-5, 1e-4}), name + " vs v1");
+    }
+    // the cache: q s is the dequantised value bit for bit, q in [-127, 127], a head's max at
+    // +-127; rows past pos + n untouched
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < maxT; ++t)
+        for (size_t hh = 0; hh < uNKV; ++hh) {
+          const size_t row = static_cast<size_t>(b) * maxT + static_cast<size_t>(t);
+          for (int kv = 0; kv < 2; ++kv) {
+            const int8_t* q = (kv == 0 ? kq : vq).data() + row * uKV + hh * static_cast<size_t>(hs);
+            const float s = (kv == 0 ? ks : vs)[row * uNKV + hh];
+            if (t >= T) {
+              CHECK(std::isnan(s));
+              CHECK(std::all_of(q, q + hs, [](int8_t x) { return x == 99; }));
+              continue;
+            }
+            const float* d = deq.data() + (static_cast<size_t>(b) * T + static_cast<size_t>(t)) * width + uC +
+                             static_cast<size_t>(kv) * uKV + hh * static_cast<size_t>(hs);
+            int amax = 0;
+            for (int c = 0; c < hs; ++c) {
+              INFO("b " << b << " t " << t << " head " << hh << (kv == 0 ? " k" : " v") << " channel " << c);
+              REQUIRE(static_cast<float>(q[c]) * s == d[c]);
+              REQUIRE(std::abs(static_cast<int>(q[c])) <= 127);
+              amax = std::max(amax, std::abs(static_cast<int>(q[c])));
+            }
+            CHECK(amax == 127);
+          }
+        }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention_decode_int8: every version equals v1 and the fp32 kernel on the dequantised cache",
+          "[decode][kernels][int8]") {
+  for (const int pos : {0, 5})
+    for (const int n : {1, 3}) {
+      check_int8_attention_case(2, pos, n, 36, 3, 3);  // hs = 12: a SIMD register and a tail (AVX2)
+      check_int8_attention_case(1, pos, n, 48, 4, 2);  // GQA, hs = 12
+      check_int8_attention_case(2, pos, n, 40, 4, 1);  // MQA, hs = 10 (below AVX-512's 16)
+    }
+  check_int8_attention_case(1, 40, 2, 96, 3, 3);     // hs = 32, a longer cache
+  check_int8_attention_case(2, 66, 4, 128, 8, 4);    // big enough for v2's threads
+}
+
+TEST_CASE("attention_decode_int8: an all-zero head stores scale 0 and zeros, and bad sizes are refused",
+          "[decode][kernels][int8]") {
+  const float zeros[8] = {};
+  int8_t q[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  CHECK(kernels::quantize_head_int8(zeros, 8, q) == 0.0f);
+  CHECK(std::all_of(q, q + 8, [](int8_t x) { return x == 0; }));
+  std::vector<float> buf(4096, 0.0f);
+  std::vector<int8_t> ib(4096, 0);
+  float* p = buf.data();
+  int8_t* c = ib.data();
+  for (const auto& v : kernels::attention_decode_int8_versions()) {
+    INFO("attention_decode_int8 v" << v.number);
+    REQUIRE_THROWS_AS(v.fn(p, c, c, p, p, p, 1, 1, 0, 10, 3, 3, 4), std::invalid_argument);  // C % NH
+    REQUIRE_THROWS_WITH(v.fn(p, c, c, p, p, p, 1, 2, 3, 12, 3, 3, 4), Catch::Contains("maxT"));
+    REQUIRE_THROWS_WITH(v.fn(p, c, c, p, p, p, 1, 1, 0, 12, 4, 3, 4), Catch::Contains("NKV"));
+  }
+}
+
+TEST_CASE("attention_decode_int8 v2 gives the same bits for 1 and 2 threads", "[decode][kernels][int8]") {
+  const int B = 1, n = 2, pos = 300, C = 256, NH = 8, maxT = pos + n;
+  const int saved = omp_get_max_threads();
+  for (const int NKV : {8, 2}) {
+    const size_t uKV = static_cast<size_t>(C / NH * NKV), uNKV = static_cast<size_t>(NKV);
+    const std::vector<float> old = random_vector(static_cast<size_t>(B) * pos * (C + 2 * uKV), 46, -2.0f, 2.0f);
+    const std::vector<float> qkv = random_vector(static_cast<size_t>(B) * n * (C + 2 * uKV), 47, -2.0f, 2.0f);
+    std::vector<int8_t> kq0(static_cast<size_t>(B) * maxT * uKV), vq0(kq0.size());
+    std::vector<float> ks0(static_cast<size_t>(B) * maxT * uNKV), vs0(ks0.size());
+    kernels::append_kv_int8(kq0.data(), vq0.data(), ks0.data(), vs0.data(), old.data(), B, pos, 0, C, NH, NKV, maxT);
+    std::vector<float> outs[2];
+    for (int threads = 1; threads <= 2; ++threads) {
+      omp_set_num_threads(threads);
+      std::vector<int8_t> kq = kq0, vq = vq0;
+      std::vector<float> ks = ks0, vs = vs0, out(static_cast<size_t>(B) * n * C, NAN);
+      kernels::attention_decode_int8_v2(out.data(), kq.data(), vq.data(), ks.data(), vs.data(), qkv.data(), B, n, pos,
+                                        C, NH, NKV, maxT);
+      outs[threads - 1] = out;
+    }
+    INFO("NKV=" << NKV);
+    CHECK(std::none_of(outs[0].begin(), outs[0].end(), [](float x) { return std::isnan(x); }));
+    CHECK(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
+  }
+  omp_set_num_threads(saved);
 }

@@ -216,7 +216,7 @@ TEST_CASE("gpt cuda (emulated): a complete table, read by kernel_plan and profil
     CHECK(static_cast<bool>(fn));
     ++ops;
   });
-  CHECK(ops == 30);
+  CHECK(ops == 31);
   CHECK(cuda.precision() == "fp32");
   CHECK_FALSE(cuda.keeps_preatt());
   CHECK_FALSE(cuda.memory().is_host());

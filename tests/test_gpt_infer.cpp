@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpt/backend_cuda.h"
+#include "gpt/compress.h"
 #include "gpt/infer.h"
 #include "gpt/model.h"
 #include "kernels/cuda/device.h"
@@ -467,4 +468,146 @@ TEST_CASE("gpt infer: a w8a8 decoder runs on cpu, naive and cuda (emulated), clo
   const double err = rel_err(got.data(), by_backend[0].data(), got.size());
   INFO("cuda (emulated) w8a8 vs cpu w8a8: " << err);
   CHECK(err < 1e-3);
+}
+
+// ---- the int8 KV cache (lesson 15) -----------------------------------------------------------
+// A Decoder with KvCache::int8 stores each head's k and v per position as int8 plus one float
+// scale, with gpt::quantize_dequantize_heads_int8's rounding: its logits must equal
+// gpt::compressed_logits(..., {.kv_int8 = true}) (the full forward over the same rounded k and
+// v) up to summation order, and differ from the fp32 cache's.
+namespace {
+
+gpt::GPTConfig int8_kv_config(bool llama) {
+  gpt::GPTConfig c = infer_config(true);
+  if (llama) {
+    c.arch = gpt::Arch::llama;
+    c.bias = false;
+    c.n_head = 4;
+    c.n_kv_head = 2;  // grouped-query heads, hs = 8
+    c.ffn_hidden = 40;
+  }
+  return c;
+}
+
+// logits of a prefill of `pre` tokens then single steps, (T, V)
+std::vector<float> decode_all(gpt::Decoder& dec, const std::vector<int32_t>& ids, int pre) {
+  dec.reset();
+  std::vector<float> got = dec.step(ids.data(), 1, pre);
+  for (size_t t = static_cast<size_t>(pre); t < ids.size(); ++t) {
+    const std::vector<float>& r = dec.step(&ids[t], 1, 1);
+    got.insert(got.end(), r.begin(), r.end());
+  }
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("gpt infer: the int8 KV cache gives compressed_logits' kv_int8 logits, gpt2 and llama, naive and cpu",
+          "[gpt][infer][int8]") {
+  for (const bool llama : {false, true}) {
+    const gpt::GPTConfig c = int8_kv_config(llama);
+    const int T = c.block_size, V = c.vocab_size;
+    gpt::GPT model = random_model(c, 31);
+    const auto ids = random_ids(static_cast<size_t>(T), V, 12);
+    auto cpu = gpt::make_backend("cpu");
+    auto naive = gpt::make_backend("naive");
+    gpt::CompressedEval e;
+    e.kv_int8 = true;
+    const std::vector<float> want = gpt::compressed_logits(model, *cpu, ids.data(), 1, T, e);
+    const std::vector<float> plain = gpt::compressed_logits(model, *cpu, ids.data(), 1, T, {});
+    REQUIRE(want.size() == static_cast<size_t>(T * V));
+    const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::f32);
+    for (gpt::Backend* be : {cpu.get(), naive.get()}) {
+      INFO((llama ? "llama" : "gpt2") << ", " << be->name() << " backend");
+      gpt::Decoder dq(im, *be, 1, gpt::KvCache::int8), df(im, *be);
+      CHECK(dq.kv_format() == gpt::KvCache::int8);
+      CHECK(df.kv_format() == gpt::KvCache::f32);
+      for (const int pre : {1, 5, T}) {  // token by token; a prefill of 5, then steps; one prefill
+        INFO("prefill " << pre);
+        const std::vector<float> q = decode_all(dq, ids, pre);
+        const std::vector<float> f = decode_all(df, ids, pre);
+        const double err = rel_err(q.data(), want.data(), want.size());
+        INFO("int8 cache vs compressed_logits(kv_int8): " << err);
+        CHECK(err < 1e-4);
+        CHECK(rel_err(f.data(), plain.data(), plain.size()) < 1e-4);  // the fp32 cache, as before
+        // the rounding shows: the int8 cache's logits are not the fp32 cache's
+        const double diff = rel_err(q.data(), f.data(), f.size());
+        INFO("int8 vs fp32 cache: " << diff);
+        CHECK(diff > 1e-4);
+      }
+      // rewind: 6 tokens, then 4; back to 6, 4 other tokens (they overwrite the cache's rows
+      // 6..9), back to 6, the first 4 again: the same logits bit for bit
+      dq.reset();
+      dq.step(ids.data(), 1, 6);
+      const std::vector<float> first = dq.step(ids.data() + 6, 1, 4);
+      dq.rewind(6);
+      CHECK(dq.pos() == 6);
+      const std::vector<int32_t> other = random_ids(4, V, 99);
+      const std::vector<float> detour = dq.step(other.data(), 1, 4);
+      CHECK(detour != first);
+      dq.rewind(6);
+      const std::vector<float> again = dq.step(ids.data() + 6, 1, 4);
+      CHECK(again == first);
+    }
+  }
+}
+
+TEST_CASE("gpt infer: the int8 KV cache's bytes and contents are what it documents", "[gpt][infer][int8]") {
+  for (const bool llama : {false, true}) {
+    const gpt::GPTConfig c = int8_kv_config(llama);
+    const int T = 7, L = c.n_layer, maxT = c.block_size, max_batch = 2;
+    const int NKV = gpt::kv_heads(c), hs = c.n_embd / c.n_head, KV = NKV * hs;
+    INFO((llama ? "llama" : "gpt2"));
+    gpt::GPT model = random_model(c, 41);
+    auto cpu = gpt::make_backend("cpu");
+    const gpt::InferenceModel im = gpt::pack_model(model, WeightFormat::f32);
+    gpt::Decoder dq(im, *cpu, max_batch, gpt::KvCache::int8), df(im, *cpu, max_batch);
+    // fp32: 2 L B maxT KV 4 bytes; int8: 2 L B maxT (KV + 4 NKV)
+    const int64_t cells = 2LL * L * max_batch * maxT;
+    CHECK(df.kv_cache_bytes() == cells * KV * 4);
+    CHECK(dq.kv_cache_bytes() == cells * (KV + 4LL * NKV));
+    CHECK(dq.kv_cache_bytes() == gpt::kv_bytes_per_token(c, true) * max_batch * maxT);  // lesson 15's per-token count
+    CHECK(df.kv_cache_bytes() == gpt::kv_bytes_per_token(c, false) * max_batch * maxT);
+    CHECK(static_cast<double>(df.kv_cache_bytes()) / static_cast<double>(dq.kv_cache_bytes()) > 2.5);
+    CHECK_THAT(testing::error_of([&] { df.int8_cache(); }), Catch::Contains("fp32"));
+    // after one step of T tokens, layer 0's cache holds the rounding of layer 0's k and v:
+    // each head's q s is gpt::quantize_dequantize_heads_int8's value, its largest |q| 127
+    const auto ids = random_ids(static_cast<size_t>(T), c.vocab_size, 13);
+    dq.step(ids.data(), 1, T);
+    const gpt::Decoder::Int8Cache cache = dq.int8_cache();
+    REQUIRE(cache.k.size() == static_cast<size_t>(L) * max_batch * maxT * KV);
+    REQUIRE(cache.kscale.size() == static_cast<size_t>(L) * max_batch * maxT * NKV);
+    for (int l = 0; l < L; ++l)
+      for (int t = 0; t < T; ++t)
+        for (int h = 0; h < NKV; ++h) {
+          const size_t cell = (static_cast<size_t>(l) * max_batch * maxT + static_cast<size_t>(t)) * NKV + h;
+          INFO("layer " << l << " position " << t << " head " << h);
+          for (const bool isk : {true, false}) {
+            const float s = (isk ? cache.kscale : cache.vscale)[cell];
+            const int8_t* q = (isk ? cache.k : cache.v).data() + cell * hs;
+            CHECK(s > 0.0f);
+            int amax = 0;
+            std::vector<float> x(static_cast<size_t>(hs));
+            for (int j = 0; j < hs; ++j) {
+              amax = std::max(amax, std::abs(static_cast<int>(q[j])));
+              x[static_cast<size_t>(j)] = static_cast<float>(q[j]) * s;
+            }
+            CHECK(amax == 127);
+            // the values q s are a fixed point of the rounding (round trip again: unchanged)
+            std::vector<float> y = x;
+            gpt::quantize_dequantize_heads_int8(y.data(), 1, hs);
+            CHECK(y == x);
+          }
+        }
+  }
+}
+
+TEST_CASE("gpt infer: the int8 KV cache on the cuda backend says it is not there", "[gpt][infer][int8][cuda]") {
+  const gpt::GPTConfig c = infer_config(true);
+  auto cuda = gpt::make_cuda_backend(kernels::cuda::emulator(), "fp32");
+  gpt::GPT model = random_model(c, 19);
+  const gpt::InferenceModel dm = gpt::pack_model(model, WeightFormat::f32, cuda->memory());
+  gpt::Decoder dd(dm, *cuda, 1, gpt::KvCache::int8);
+  const int32_t tok = 1;
+  CHECK_THAT(testing::error_of([&] { dd.step(&tok, 1, 1); }), Catch::Contains("int8 KV cache: not on backend cuda"));
 }

@@ -24,6 +24,8 @@ TEST_CASE("lesson15 --quick: every part runs from the program and fills one reco
   REQUIRE_THAT(j, Contains("\"int8\": {") && Contains("\"int8_all\": ") && Contains("\"op\": \"int8_gemm\"") &&
                       Contains("\"op\": \"sgemm\""));
   CHECK_THAT(r.output, Contains("outputs equal v1's") && Contains("of the bandwidth law"));
+  // the ternary rungs: fp32 activations (v3) and int8 activations (v5), each validated first
+  CHECK_THAT(j, Contains("\"format\": \"ternary\"") && Contains("\"format\": \"ternary-a8\""));
   // w8a8: outliers, the losses (SmoothQuant among them), decoding in int8 and w8a8
   REQUIRE_THAT(j, Contains("\"w8a8\": {") && Contains("\"max_over_median\": ") &&
                       Contains("SmoothQuant alpha 0.50") && Contains("\"format\": \"w8a8\""));
@@ -31,12 +33,17 @@ TEST_CASE("lesson15 --quick: every part runs from the program and fills one reco
   // gptq: RTN and GPTQ at 4 and 3 bits, each with a verdict
   REQUIRE_THAT(j, Contains("\"gptq\": {") && Contains("{\"bits\": 3, \"method\": \"gptq\""));
   CHECK_THAT(r.output, Contains("int3: GPTQ's loss change"));
-  // bitnet: three runs with loss curves
+  // GPTQ's int4 packed as it chose it, checked against the GPTQ model, then decoded
+  CHECK_THAT(j, Contains("\"packed\": {\"weights_checked\": ") && Contains("\"int4_gptq\": "));
+  // bitnet: four runs with loss curves, W1.58A8 (int8 activations) among them
   REQUIRE_THAT(j, Contains("\"bitnet\": {") && Contains("\"name\": \"ternary\", \"n_embd\": 64, \"ternary\": true") &&
                       Contains("\"curve\": ["));
+  CHECK_THAT(j, Contains("\"name\": \"W1.58A8\", \"n_embd\": 64, \"ternary\": true, \"int8_activations\": true"));
   CHECK_THAT(r.output, Contains("against fp32 at the same bytes"));
   // kv: bytes for three models, the loss by context length
   REQUIRE_THAT(j, Contains("\"kv\": {") && Contains("\"model\": \"GPT-2 124M\"") && Contains("{\"T\": 16, "));
+  // the real int8 cache: its measured bytes, and the long-context model's losses and decoding
+  CHECK_THAT(j, Contains("\"measured_bytes_per_token\": ") && Contains("\"long\": {"));
   // energy: the probe, and joules per token either measured or marked as an estimate
   REQUIRE_THAT(j, Contains("\"energy\": {\"probe\": ") && Contains("\"joules_kind\": "));
   CHECK_THAT(r.output, Contains("J/token (measured)") || Contains("J/token (estimate)"));

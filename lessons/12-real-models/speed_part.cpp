@@ -45,11 +45,12 @@ double median(std::vector<double> v) {
 }
 
 kernels::WeightFormat parse_format(const std::string& name) {
+  // w8a8 (lesson 15): int8 weights and int8 activations, integer dot products in the matvec
   for (kernels::WeightFormat f : {kernels::WeightFormat::f32, kernels::WeightFormat::bf16, kernels::WeightFormat::int8,
-                                  kernels::WeightFormat::int4}) {
+                                  kernels::WeightFormat::int4, kernels::WeightFormat::w8a8}) {
     if (name == kernels::format_name(f)) return f;
   }
-  NN_CHECK(false, "lesson12 --speed-formats: unknown format '" << name << "' (fp32, bf16, int8, int4)");
+  NN_CHECK(false, "lesson12 --speed-formats: unknown format '" << name << "' (fp32, bf16, int8, int4, w8a8)");
   return kernels::WeightFormat::f32;
 }
 
@@ -132,7 +133,7 @@ void add_speed_options(CLI::App& app, SpeedOptions& o) {
   app.add_option("--speed-shapes", o.shapes,
                  "Part speed: comma-separated model shapes (" + names +
                      "; default gpt2-124m,gpt2-355m,smollm-135m, --quick the tiny ones)");
-  app.add_option("--speed-formats", o.formats, "Part speed: weight formats")->capture_default_str();
+  app.add_option("--speed-formats", o.formats, "Part speed: weight formats (fp32, bf16, int8, int4, w8a8)")->capture_default_str();
   app.add_option("--speed-prompt", o.prompt, "Part speed: prompt tokens before the timed decode")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--speed-tokens", o.tokens, "Part speed: tokens decoded per round")

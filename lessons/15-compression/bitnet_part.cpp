@@ -1,6 +1,6 @@
 // Lesson 15, part bitnet: BitNet b1.58 trained from scratch against fp32.
 //
-// Three runs of the trainer (gpt::train, lesson 08's loop) on the same corpus, batches and
+// Four runs of the trainer (gpt::train, lesson 08's loop) on the same corpus, batches and
 // schedule as lesson 10's model:
 //   fp32              lesson 10's configuration (4 layers, C 256)
 //   ternary           the same configuration with --ternary: every block Linear's forward and
@@ -8,8 +8,13 @@
 //                     gradients go straight through to fp32 latent weights (gpt/compress.h)
 //   fp32, same bytes  an fp32 model whose block Linears hold as many bytes as the ternary
 //                     model's at 2 bits a weight: C / 4 (the Linears' weights grow as C^2)
+//   W1.58A8           BitNet b1.58's whole recipe (--ternary-a8): the ternary weights, and
+//                     every block Linear's INPUT rounded per token to int8 (absmax / 127,
+//                     kernels::quantize_rows_int8's rounding) in the forward, the gradient
+//                     passing the rounding unchanged (gpt/compress.h, set_int8_activations)
 // The training loss of every step (kept as a curve, averaged over windows) and the final
-// validation loss of each (the ternary run's evaluated with its ternary weights).
+// validation loss of each (the ternary runs evaluated with their ternary weights, W1.58A8's
+// with its int8-rounded Linear inputs too: each run's number is its own inference forward).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -43,12 +48,18 @@ int run_bitnet_part(const Options& opts) {
     int n_embd;
     bool ternary;
     gpt::TrainResult result;
+    bool a8 = false;            // int8 activations too (W1.58A8)
     double linear_bytes = 0.0;  // the block Linears' weights as stored for inference
   };
   const int C = opts.quick ? 64 : 256, L = opts.quick ? 2 : 4, NH = opts.quick ? 2 : 8;
-  std::vector<Run> runs = {{"fp32", C, false, {}}, {"ternary", C, true, {}}, {"fp32, same bytes", C / 4, false, {}}};
+  // (the first three in their old order: the JSON's runs[0..2] keep their meaning)
+  std::vector<Run> runs = {{"fp32", C, false, {}},
+                           {"ternary", C, true, {}},
+                           {"fp32, same bytes", C / 4, false, {}},
+                           {"W1.58A8", C, true, {}, true}};
   const int steps = opts.quick ? 60 : opts.bitnet_steps;
-  std::cout << "Part bitnet: BitNet b1.58 (ternary weights, straight-through estimator) from scratch, " << steps
+  std::cout << "Part bitnet: BitNet b1.58 (ternary weights; and with int8 activations, W1.58A8; straight-through "
+               "estimator) from scratch, " << steps
             << " steps each, lesson 10's recipe (" << L << " layers, context " << (opts.quick ? 64 : 128) << ").\n\n";
   for (Run& r : runs) {
     gpt::TrainOptions t;
@@ -59,8 +70,10 @@ int run_bitnet_part(const Options& opts) {
     t.eval_interval = std::max(1, steps / 4);
     t.eval_iters = opts.quick ? 5 : 20;
     t.seed = opts.seed;
-    t.ternary = r.ternary;
-    t.out_dir = (fs::path(opts.bitnet_dir) / (r.name == "fp32" ? "fp32" : r.ternary ? "ternary" : "fp32-small")).string();
+    t.ternary = r.ternary && !r.a8;
+    t.ternary_a8 = r.a8;  // implies ternary weights
+    const char* dir = r.a8 ? "ternary-a8" : r.name == "fp32" ? "fp32" : r.ternary ? "ternary" : "fp32-small";
+    t.out_dir = (fs::path(opts.bitnet_dir) / dir).string();
     t.overwrite = true;
     t.sample_tokens = 0;
     std::cout << "training " << r.name << " (C " << r.n_embd << ") into " << t.out_dir << "\n";
@@ -83,7 +96,8 @@ int run_bitnet_part(const Options& opts) {
               << std::setw(12) << fixed(r.result.final_train_loss, 4) << std::setw(10) << fixed(r.result.seconds, 1)
               << "\n";
     js << (i ? ", " : "") << "{\"name\": \"" << r.name << "\", \"n_embd\": " << r.n_embd << ", \"ternary\": "
-       << (r.ternary ? "true" : "false") << ", \"linear_bytes\": " << jnum(r.linear_bytes)
+       << (r.ternary ? "true" : "false") << ", \"int8_activations\": " << (r.a8 ? "true" : "false")
+       << ", \"linear_bytes\": " << jnum(r.linear_bytes)
        << ", \"val_loss\": " << jnum(r.result.final_val_loss) << ", \"train_loss\": " << jnum(r.result.final_train_loss)
        << ", \"seconds\": " << jnum(r.result.seconds) << ", \"curve\": [";
     const std::vector<float>& sl = r.result.step_losses;
@@ -101,6 +115,9 @@ int run_bitnet_part(const Options& opts) {
             << fixed(gap_same_params, 4) << " in val loss; against fp32 at the same bytes: "
             << (gap_same_bytes >= 0 ? "+" : "") << fixed(gap_same_bytes, 4) << " ("
             << (gap_same_bytes < 0 ? "ternary is better" : "ternary is not better") << " for its bytes).\n";
+  const double gap_a8 = runs[3].result.final_val_loss - runs[1].result.final_val_loss;
+  std::cout << "  Int8 activations on top of the ternary weights (W1.58A8 against W1.58A32): "
+            << (gap_a8 >= 0 ? "+" : "") << fixed(gap_a8, 4) << " in val loss.\n";
   lessons::record_part("bitnet", js.str());
   return 0;
 }

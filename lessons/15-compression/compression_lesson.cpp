@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "gpt/compress.h"
 #include "gpt/infer.h"
 #include "kernels/harness.h"
 #include "lessons/10-inference/inference_lesson.h"
@@ -36,10 +37,13 @@ Target load_target(const Options& opts) {
   l10.threads = opts.threads;
   Target t;
   t.ck = lesson10::load_or_train(l10, "target");
+  gpt::as_trained(t.ck);  // a BitNet --checkpoint: its ternary weights, not the latents
   lesson10::Splits s = lesson10::corpus_splits(l10, t.ck.vocab);
   t.train = std::move(s.train);
   t.val = std::move(s.val);
   t.corpus = s.description;
+  t.name = opts.checkpoint.empty() ? std::string("lesson 10's model")
+                                   : "the model of " + opts.checkpoint + " (" + gpt::arch_name(t.ck.model.config.arch) + ")";
   return t;
 }
 

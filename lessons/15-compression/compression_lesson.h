@@ -71,6 +71,7 @@ struct Target {
   gpt::LoadedCheckpoint ck;
   std::vector<int32_t> train, val;
   std::string corpus;
+  std::string name;  // what the parts call it: "lesson 10's model", or the --checkpoint's path and arch
 };
 Target load_target(const Options& opts);
 // Decoding tokens/s at batch 1 of a packed model (gpt::Decoder on `be`, whose memory holds

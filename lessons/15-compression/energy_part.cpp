@@ -3,7 +3,7 @@
 //
 //   1. the counters: RAPL through powercap sysfs and perf events, NVML (kernels/energy.h),
 //      each with what it read or why it could not
-//   2. lesson 10's model decoding in each format: bytes per token, tokens/s, validation loss,
+//   2. lesson 10's model (or --checkpoint's) decoding in each format: bytes per token, tokens/s, validation loss,
 //      and joules per token: measured around the generation when a counter is readable, else
 //      the stated model's estimate (fetching each weight byte once from DRAM + one
 //      multiply-add per weight at the format's precision), never mixed in one column
@@ -72,11 +72,14 @@ int run_energy_part(const Options& opts) {
   const gpt::GPTConfig& c = model.config;
   auto be = gpt::make_backend("cpu", "fp32");
   const int B = opts.quick ? 4 : 16, iters = opts.quick ? 3 : 10, tokens = opts.quick ? 32 : 256;
-  std::cout << "2. Lesson 10's model decoding at batch 1 (" << omp_get_max_threads() << " threads, " << tokens
+  std::cout << "2. " << t.name << " decoding at batch 1 (" << omp_get_max_threads() << " threads, " << tokens
             << " tokens)\n  " << std::left << std::setw(8) << "format" << std::right << std::setw(13) << "bytes/token"
             << std::setw(11) << "tokens/s" << std::setw(10) << "val loss" << "   J/token" << "\n";
-  const double matrix_weights = 12.0 * c.n_layer * c.n_embd * static_cast<double>(c.n_embd) +
-                                static_cast<double>(c.vocab_size) * c.n_embd;  // the block Linears + the head
+  // the block Linears (qkv, attn proj, fc, mlp proj: 12 C^2 per layer for gpt2) + the head
+  const double matrix_weights =
+      static_cast<double>(c.n_layer) * c.n_embd *
+          (static_cast<double>(gpt::qkv_channels(c)) + c.n_embd + gpt::fc_channels(c) + gpt::mlp_hidden(c)) +
+      static_cast<double>(c.vocab_size) * c.n_embd;
   bool first = true;
   double largest_bpt = 0.0;
   for (const char* name : {"fp32", "bf16", "int8", "w8a8", "int4"}) {

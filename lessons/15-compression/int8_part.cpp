@@ -211,10 +211,27 @@ int run_int8_part(const Options& opts) {
     std::cout << "  W " << sh.rows << " x " << sh.cols << (flush ? ", caches flushed before each call (from DRAM)" : ", not flushed (in cache)") << "\n  " << std::left << std::setw(10) << "format"
               << std::right << std::setw(12) << "bytes" << std::setw(10) << "us" << std::setw(10) << "GB/s"
               << std::setw(12) << "law us" << "\n";
-    std::vector<std::string> formats = {"fp32", "int8", "w8a8", "ternary"};
+    std::vector<std::string> formats = {"fp32", "int8", "w8a8", "ternary", "ternary-a8"};
     for (const std::string& f : formats) {
       double bytes = 0.0, s = 0.0;
-      if (f == "ternary") {
+      std::string version;  // the ternary rows name their rung
+      if (f == "ternary-a8") {
+        // W1.58 A8 (kernels/ternary.h v5): x rounded to int8 per token, integer dot products.
+        // Its reference is the same quantisation in plain loops: equal bit for bit (integers).
+        std::vector<uint8_t> packed(n / 4);
+        const float gamma = kernels::ternary_pack(W.data(), sh.rows, sh.cols, packed.data());
+        kernels::ternary_matvec_int8_ref(ref.data(), x.data(), packed.data(), gamma, sh.rows, sh.cols, 1);
+        kernels::ternary_matvec_v5(y.data(), x.data(), packed.data(), gamma, sh.rows, sh.cols, 1);
+        for (int r = 0; r < sh.rows; ++r)
+          NN_CHECK(y[r] == ref[r], "ternary-a8 matvec (v5) differs from its int8 reference at row "
+                                       << r << ": " << y[r] << " vs " << ref[r]);
+        version = "v5";
+        bytes = static_cast<double>(packed.size()) + 4.0;
+        s = median_seconds(
+            [&] { kernels::ternary_matvec_v5(y.data(), x.data(), packed.data(), gamma, sh.rows, sh.cols, 1); },
+            opts.quick, flush);
+      } else if (f == "ternary") {
+        version = "v3";
         std::vector<uint8_t> packed(n / 4);
         const float gamma = kernels::ternary_pack(W.data(), sh.rows, sh.cols, packed.data());
         kernels::ternary_matvec_v1(ref.data(), x.data(), packed.data(), gamma, sh.rows, sh.cols, 1);
@@ -250,7 +267,9 @@ int run_int8_part(const Options& opts) {
                 << fixed(bytes / s / 1e9, 1) << std::setw(12) << fixed(law * 1e6, 1) << "\n";
       js << (first_row ? "" : ", ") << "{\"rows\": " << sh.rows << ", \"cols\": " << sh.cols
          << ", \"format\": " << kernels::harness::json_string(f) << ", \"bytes\": " << jnum(bytes)
-         << ", \"us\": " << jnum(s * 1e6) << ", \"law_us\": " << jnum(law * 1e6) << "}";
+         << ", \"us\": " << jnum(s * 1e6) << ", \"law_us\": " << jnum(law * 1e6);
+      if (!version.empty()) js << ", \"version\": " << kernels::harness::json_string(version);
+      js << "}";
       first_row = false;
     }
   }
@@ -262,16 +281,23 @@ int run_int8_part(const Options& opts) {
   for (const Shape sh : shapes) {
     const Row* i8 = nullptr;
     const Row* w8 = nullptr;
+    const Row* t2 = nullptr;
+    const Row* ta8 = nullptr;
     for (const Row& r : measured) {
       if (r.rows != sh.rows || r.cols != sh.cols) continue;
       if (r.format == "int8") i8 = &r;
       if (r.format == "w8a8") w8 = &r;
+      if (r.format == "ternary") t2 = &r;
+      if (r.format == "ternary-a8") ta8 = &r;
       std::cout << "  " << sh.rows << " x " << sh.cols << " " << std::left << std::setw(8) << r.format << std::right
                 << " at " << fixed(100.0 * r.law / r.seconds, 0) << "% of the bandwidth law\n";
     }
     if (i8 != nullptr && w8 != nullptr)
       std::cout << "  " << sh.rows << " x " << sh.cols << ": W8A8 " << (w8->seconds < i8->seconds ? "beats" : "does not beat")
                 << " weight-only int8 (" << fixed(i8->seconds / w8->seconds, 2) << "x its speed)\n";
+    if (t2 != nullptr && ta8 != nullptr)
+      std::cout << "  " << sh.rows << " x " << sh.cols << ": ternary with int8 activations (v5) runs at "
+                << fixed(t2->seconds / ta8->seconds, 2) << "x the speed of ternary with fp32 ones (v3)\n";
   }
   lessons::record_part("int8", js.str());
   return 0;
