@@ -627,16 +627,18 @@ void check_attention_decode(int B, int n, int pos, int C, int NH, int NKV, int m
                                 " n=" + std::to_string(n) + " maxT=" + std::to_string(maxT));
 }
 
-void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
-                         int NH, int NKV, int maxT) {
-  check_attention_decode(B, n, pos, C, NH, NKV, maxT);
+namespace {
+
+// The plain-loop attention of v1 and int8 v1 over a cache whose values come from `at(row, c)`:
+// the float stored at cache row `row` (b maxT + t), channel c of the KV width; the k cache's
+// and the v cache's readers are passed separately. Scores and sums in double.
+template <class KAt, class VAt>
+void attention_over_cache(float* out, const float* qkv, int B, int n, int pos, int C, int NH, int NKV, int maxT,
+                          const KAt& k_at, const VAt& v_at) {
   const int hs = C / NH, group = NH / NKV;  // query head h reads KV head h / group
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   const size_t uC = static_cast<size_t>(C), uKV = static_cast<size_t>(NKV) * static_cast<size_t>(hs);
   const size_t width = uC + 2 * uKV;  // one qkv row: q (C) | k (KV) | v (KV)
-  // 1. append the new keys and values
-  append_kv(kcache, vcache, qkv, B, n, pos, C, static_cast<int>(uKV), maxT);
-  // 2. each new query attends over positions 0 .. pos+i
   std::vector<double> score(static_cast<size_t>(pos + n));
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < n; ++i)
@@ -647,9 +649,9 @@ void attention_decode_v1(float* out, float* kcache, float* vcache, const float* 
         const int len = pos + i + 1;
         double mx = -1e300;
         for (int t = 0; t < len; ++t) {
-          const float* k = kcache + (static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uKV + kvh;
+          const size_t row = static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t);
           double d = 0.0;
-          for (int j = 0; j < hs; ++j) d += static_cast<double>(q[j]) * k[j];
+          for (int j = 0; j < hs; ++j) d += static_cast<double>(q[j]) * static_cast<double>(k_at(row, kvh + static_cast<size_t>(j)));
           score[static_cast<size_t>(t)] = d * scale;
           mx = std::max(mx, score[static_cast<size_t>(t)]);
         }
@@ -659,13 +661,27 @@ void attention_decode_v1(float* out, float* kcache, float* vcache, const float* 
                    static_cast<size_t>(h) * static_cast<size_t>(hs);
         for (int j = 0; j < hs; ++j) {
           double acc = 0.0;
-          for (int t = 0; t < len; ++t)
-            acc += score[static_cast<size_t>(t)] *
-                   vcache[(static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t)) * uKV + kvh +
-                          static_cast<size_t>(j)];
+          for (int t = 0; t < len; ++t) {
+            const size_t row = static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t);
+            acc += score[static_cast<size_t>(t)] * static_cast<double>(v_at(row, kvh + static_cast<size_t>(j)));
+          }
           o[j] = static_cast<float>(acc / sum);
         }
       }
+}
+
+}  // namespace
+
+void attention_decode_v1(float* out, float* kcache, float* vcache, const float* qkv, int B, int n, int pos, int C,
+                         int NH, int NKV, int maxT) {
+  check_attention_decode(B, n, pos, C, NH, NKV, maxT);
+  const size_t uKV = static_cast<size_t>(NKV) * static_cast<size_t>(C / NH);
+  // 1. append the new keys and values
+  append_kv(kcache, vcache, qkv, B, n, pos, C, static_cast<int>(uKV), maxT);
+  // 2. each new query attends over positions 0 .. pos+i
+  attention_over_cache(
+      out, qkv, B, n, pos, C, NH, NKV, maxT, [&](size_t row, size_t c) { return kcache[row * uKV + c]; },
+      [&](size_t row, size_t c) { return vcache[row * uKV + c]; });
 }
 
 // ---- attention_decode v2: threads over (b, i, h), float SIMD --------------------------------------
@@ -899,42 +915,11 @@ void attention_decode_int8_v1(float* out, int8_t* kcache, int8_t* vcache, float*
   append_kv_int8(kcache, vcache, kscale, vscale, qkv, B, n, pos, C, NH, NKV, maxT);
   // 2. attention_decode_v1 over the dequantised values: each cached value as the float
   //    q * s (what quantize_dequantize_heads_int8 writes), the sums in double
-  const int hs = C / NH, group = NH / NKV;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
-  const size_t uC = static_cast<size_t>(C), uNKV = static_cast<size_t>(NKV), uKV = uNKV * static_cast<size_t>(hs);
-  const size_t width = uC + 2 * uKV;
-  std::vector<double> score(static_cast<size_t>(pos + n));
-  for (int b = 0; b < B; ++b)
-    for (int i = 0; i < n; ++i)
-      for (int h = 0; h < NH; ++h) {
-        const float* q = qkv + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * width +
-                         static_cast<size_t>(h) * static_cast<size_t>(hs);
-        const size_t kvh = static_cast<size_t>(h / group);
-        const int len = pos + i + 1;
-        double mx = -1e300;
-        for (int t = 0; t < len; ++t) {
-          const size_t row = static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t);
-          const int8_t* k = kcache + row * uKV + kvh * static_cast<size_t>(hs);
-          const float sk = kscale[row * uNKV + kvh];
-          double d = 0.0;
-          for (int j = 0; j < hs; ++j) d += static_cast<double>(q[j]) * static_cast<double>(static_cast<float>(k[j]) * sk);
-          score[static_cast<size_t>(t)] = d * scale;
-          mx = std::max(mx, score[static_cast<size_t>(t)]);
-        }
-        double sum = 0.0;
-        for (int t = 0; t < len; ++t) sum += (score[static_cast<size_t>(t)] = std::exp(score[static_cast<size_t>(t)] - mx));
-        float* o = out + (static_cast<size_t>(b) * static_cast<size_t>(n) + static_cast<size_t>(i)) * uC +
-                   static_cast<size_t>(h) * static_cast<size_t>(hs);
-        for (int j = 0; j < hs; ++j) {
-          double acc = 0.0;
-          for (int t = 0; t < len; ++t) {
-            const size_t row = static_cast<size_t>(b) * static_cast<size_t>(maxT) + static_cast<size_t>(t);
-            const float vq = static_cast<float>(vcache[row * uKV + kvh * static_cast<size_t>(hs) + static_cast<size_t>(j)]);
-            acc += score[static_cast<size_t>(t)] * static_cast<double>(vq * vscale[row * uNKV + kvh]);
-          }
-          o[j] = static_cast<float>(acc / sum);
-        }
-      }
+  const size_t uhs = static_cast<size_t>(C / NH), uNKV = static_cast<size_t>(NKV), uKV = uNKV * uhs;
+  attention_over_cache(
+      out, qkv, B, n, pos, C, NH, NKV, maxT,
+      [&](size_t row, size_t c) { return static_cast<float>(kcache[row * uKV + c]) * kscale[row * uNKV + c / uhs]; },
+      [&](size_t row, size_t c) { return static_cast<float>(vcache[row * uKV + c]) * vscale[row * uNKV + c / uhs]; });
 }
 
 // ---- int8 v2: SIMD + threads, dequantised in registers -----------------------------------------------
