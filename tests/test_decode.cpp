@@ -704,8 +704,10 @@ void check_int8_attention_case(int B, int pos, int n, int C, int NH, int NKV) {
     h::GuardedBuffer out(want.size(), 1);
     fn(out.data(), kq.data(), vq.data(), ks.data(), vs.data(), new_rows.data(), B, n, pos, C, NH, NKV, maxT);
     require_guards(out, "out");
-    // v1 reads the same values as the fp32 reference, in double: rounding of the last step only
-    require_ok(h::compare("out", out.span(), want, {1e-6, 1e-5}), name + " vs fp32 v1 on the dequantised k, v");
+    // v1 reads the same values as the fp32 reference, in double: rounding of the last step only;
+    // v2 and the portable twin sum in float, in their own order (AVX2 and AVX-512 differ)
+    const h::Tolerance tol = name == "v1" ? h::Tolerance{1e-6, 1e-5} : h::Tolerance{1e-5, 1e-4};
+    require_ok(h::compare("out", out.span(), want, tol), name + " vs fp32 v1 on the dequantised k, v");
     if (name == "v1") {
       v1_out.assign(out.data(), out.data() + want.size());
     } else {
