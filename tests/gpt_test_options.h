@@ -1,8 +1,14 @@
 // tests/gpt_test_options.h: the trainer's options for a tiny, quick run (2 layers, C 16,
 // context 16, 8 steps, evaluated at step 4 and 8, no log, quiet), shared by the tests that
-// train through gpt::train on a small corpus file of their own.
+// train through gpt::train on a small corpus file of their own; the corpus they write and the
+// check that a run cut at step 4 and resumed gives the same losses.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
 #include <string>
 
 #include "gpt/train.h"
@@ -27,5 +33,34 @@ inline gpt::TrainOptions tiny_train_options(const TempDir& dir, const std::strin
   o.quiet = true;
   return o;
 }
+
+// A corpus file in dir: one passage, 60 times (the trainer tests' text).
+inline std::string repeated_corpus(const TempDir& dir) {
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "First Citizen:\nBefore we proceed any further, hear me speak.\n";
+  const std::string corpus = dir.file("corpus.txt");
+  std::ofstream(corpus) << text;
+  return corpus;
+}
+
+// o (8 steps; `full` its run) interrupted at step 4 and resumed to 8 gives full's last four
+// losses exactly. Returns the resumed run's options (resume: the step-4 checkpoint).
+inline gpt::TrainOptions check_resume_exact(const gpt::TrainOptions& o, const gpt::TrainResult& full, const TempDir& dir,
+                                            std::ostream& sink) {
+  gpt::TrainOptions cut = o;
+  cut.out_dir = dir.file("cut");
+  cut.max_iters = 4;
+  cut.lr_decay_iters = 8;
+  gpt::train(cut, sink);
+  gpt::TrainOptions resumed = o;
+  resumed.out_dir = dir.file("resumed");
+  resumed.resume = (std::filesystem::path(cut.out_dir) / "last.safetensors").string();
+  resumed.lr_decay_iters = 8;
+  const gpt::TrainResult rest = gpt::train(resumed, sink);
+  REQUIRE(rest.step_losses.size() == 4);
+  for (size_t i = 0; i < 4; ++i) CHECK(rest.step_losses[i] == full.step_losses[i + 4]);
+  return resumed;
+}
+
 
 }  // namespace testing

@@ -93,34 +93,6 @@ double layer_error(const std::vector<float>& X, int n, const std::vector<float>&
   return e;
 }
 
-// A corpus file in dir: one passage, 60 times (the trainer tests' text).
-std::string repeated_corpus(testing::TempDir& dir) {
-  std::string text;
-  for (int i = 0; i < 60; ++i) text += "First Citizen:\nBefore we proceed any further, hear me speak.\n";
-  const std::string corpus = dir.file("corpus.txt");
-  std::ofstream(corpus) << text;
-  return corpus;
-}
-
-// o (8 steps; `full` its run) interrupted at step 4 and resumed to 8 gives full's last four
-// losses exactly. Returns the resumed run's options (resume: the step-4 checkpoint).
-gpt::TrainOptions check_resume_exact(const gpt::TrainOptions& o, const gpt::TrainResult& full, testing::TempDir& dir,
-                                     std::ostream& sink) {
-  gpt::TrainOptions cut = o;
-  cut.out_dir = dir.file("cut");
-  cut.max_iters = 4;
-  cut.lr_decay_iters = 8;
-  gpt::train(cut, sink);
-  gpt::TrainOptions resumed = o;
-  resumed.out_dir = dir.file("resumed");
-  resumed.resume = (std::filesystem::path(cut.out_dir) / "last.safetensors").string();
-  resumed.lr_decay_iters = 8;
-  const gpt::TrainResult rest = gpt::train(resumed, sink);
-  REQUIRE(rest.step_losses.size() == 4);
-  for (size_t i = 0; i < 4; ++i) CHECK(rest.step_losses[i] == full.step_losses[i + 4]);
-  return resumed;
-}
-
 }  // namespace
 
 TEST_CASE("compress: evaluate_compressed with nothing compressed is gpt::evaluate's loss", "[compress]") {
@@ -382,7 +354,7 @@ TEST_CASE("compress: ternary (BitNet b1.58) training lowers the loss of a tiny m
 
 TEST_CASE("compress: a --ternary run saves its latents and flag, and resumes exactly", "[compress]") {
   testing::TempDir dir("compress-ternary");
-  const std::string corpus = repeated_corpus(dir);
+  const std::string corpus = testing::repeated_corpus(dir);
   gpt::TrainOptions o = testing::tiny_train_options(dir, corpus);
   o.ternary = true;
   o.out_dir = dir.file("full");
@@ -395,7 +367,7 @@ TEST_CASE("compress: a --ternary run saves its latents and flag, and resumes exa
   const gpt::TrainResult fp = gpt::train(plain, sink);
   CHECK(fp.step_losses[1] != full.step_losses[1]);  // the flag changes what is trained
   // interrupted at step 4, resumed to 8: the same losses (latents and AdamW state saved)
-  const gpt::TrainOptions resumed = check_resume_exact(o, full, dir, sink);
+  const gpt::TrainOptions resumed = testing::check_resume_exact(o, full, dir, sink);
   CHECK(gpt::load_checkpoint(resumed.resume).state.ternary);
   gpt::TrainOptions wrong = resumed;
   wrong.ternary = false;
@@ -724,7 +696,7 @@ TEST_CASE("compress: W1.58A8 training lowers the loss of a tiny model", "[compre
 TEST_CASE("compress: a --ternary-a8 run saves its activations key, resumes exactly and refuses a mismatch",
           "[compress]") {
   testing::TempDir dir("compress-ternary-a8");
-  const std::string corpus = repeated_corpus(dir);
+  const std::string corpus = testing::repeated_corpus(dir);
   gpt::TrainOptions o = testing::tiny_train_options(dir, corpus);
   o.ternary_a8 = true;  // implies ternary weights (o.ternary stays false)
   o.out_dir = dir.file("full");
@@ -771,7 +743,7 @@ TEST_CASE("compress: a --ternary-a8 run saves its activations key, resumes exact
     CHECK(tl.model.params_memory.to_vector() != latents);
   }
   // interrupted at step 4, resumed to 8: the same losses
-  const gpt::TrainOptions resumed = check_resume_exact(o, full, dir, sink);
+  const gpt::TrainOptions resumed = testing::check_resume_exact(o, full, dir, sink);
   // a mismatched resume is refused, both ways
   gpt::TrainOptions wrong = resumed;
   wrong.ternary_a8 = false;

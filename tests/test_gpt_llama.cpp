@@ -23,6 +23,7 @@
 #include "nn/checkpoint.h"
 #include "nn/rng.h"
 #include "tests/gradcheck_test_util.h"
+#include "tests/gpt_test_options.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -328,44 +329,17 @@ TEST_CASE("gpt llama: checkpoints round-trip the arch and its options, and older
 
 TEST_CASE("gpt llama: the trainer trains it, resumes it exactly and refuses a contradicting --arch", "[gpt][llama][train]") {
   testing::TempDir dir("gpt-llama-train");
-  std::string text;
-  for (int i = 0; i < 60; ++i) text += "First Citizen:\nBefore we proceed any further, hear me speak.\n";
-  const std::string corpus = dir.file("corpus.txt");
-  std::ofstream(corpus) << text;
-  gpt::TrainOptions o;
+  const std::string corpus = testing::repeated_corpus(dir);
+  gpt::TrainOptions o = testing::tiny_train_options(dir, corpus);
   o.arch = "llama";
   o.n_kv_head = 1;
-  o.n_layer = 2;
-  o.n_head = 2;
-  o.n_embd = 16;
-  o.block_size = 16;
-  o.batch_size = 4;
-  o.max_iters = 8;
-  o.warmup_iters = 2;
-  o.eval_interval = 4;
-  o.eval_iters = 2;
   o.lr = 1e-2f;
-  o.data = corpus;
-  o.out_dir = dir.file("out");
-  o.log = "none";
-  o.quiet = true;
   std::ostringstream sink;
   const gpt::TrainResult full = gpt::train(o, sink);
   REQUIRE(full.step_losses.size() == 8);
   CHECK(full.step_losses.back() < full.step_losses.front());
 
-  gpt::TrainOptions cut = o;
-  cut.out_dir = dir.file("cut");
-  cut.max_iters = 4;
-  cut.lr_decay_iters = 8;
-  gpt::train(cut, sink);
-  gpt::TrainOptions resumed = o;
-  resumed.out_dir = dir.file("resumed");
-  resumed.resume = (std::filesystem::path(cut.out_dir) / "last.safetensors").string();
-  resumed.lr_decay_iters = 8;
-  const gpt::TrainResult rest = gpt::train(resumed, sink);
-  REQUIRE(rest.step_losses.size() == 4);
-  for (size_t i = 0; i < 4; ++i) CHECK(rest.step_losses[i] == full.step_losses[i + 4]);
+  const gpt::TrainOptions resumed = testing::check_resume_exact(o, full, dir, sink);
 
   gpt::TrainOptions wrong = resumed;
   wrong.out_dir = dir.file("wrong");
