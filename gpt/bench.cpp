@@ -156,6 +156,11 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
             << ", vocabulary 65, dropout " << o.dropout << (o.bias ? "" : ", no biases") << "; " << threads
             << " CPU threads; median of " << b.iters << " after " << b.warmup << " warm-up; FLOPs/token "
             << nn::format_si(flops_tok) << "FLOP (6N + 12 L H Q T)\n";
+  NN_CHECK(b.rounds == 1 || (b.torch && o.arch == "gpt2"),
+           "--rounds " << b.rounds << " alternates ours with the PyTorch peer, and this run has none ("
+                       << (b.torch ? "--arch " + o.arch + " has no timed peer" : "--no-torch")
+                       << "): use --rounds 1");
+  if (b.rounds > 1) std::cout << b.rounds << " alternating rounds: ours, then PyTorch at each thread setting\n";
   kernels::warn_if_busy(std::cout);
 
   struct Row {
@@ -173,9 +178,19 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
   };
   std::vector<BackendProfile> profiles;
   std::vector<std::string> cuda_precisions;
+  struct Timed {  // one of our backends, kept for the later rounds
+    std::unique_ptr<Backend> be;
+    TrainOptions oo;
+    size_t row;
+    int iters, warmup;
+    std::vector<double> ms;  // one median per round
+  };
+  std::vector<Timed> ours;
   for (const std::string& spec : specs) {
     const auto colon = spec.find(':');
     const std::string name = spec.substr(0, colon);
+    NN_CHECK(b.rounds == 1 || name != "cuda",
+             "--rounds " << b.rounds << ": alternating rounds are for the CPU peer; on a GPU time cuda with --rounds 1");
     TrainOptions oo = o;
     if (colon != std::string::npos) oo.precision = spec.substr(colon + 1);
     auto be = make_backend(name, oo.precision);
@@ -204,7 +219,18 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
       time_train_step(oo, timed, steps, 0);
       profiles.push_back({be->name(), prof.rows(), steps});
     }
+    ours.push_back({std::move(be), oo, rows.size() - 1, iters, name == "naive" ? 1 : b.warmup, {ms}});
   }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  struct PeerRound {
+    double ms;
+    std::string setting;
+  };
+  std::vector<PeerRound> peer_rounds;  // the CPU peer's best of each round
 
   // PyTorch, in the same run: on the GPU (eager / torch.compile at each of our cuda
   // precisions) when we timed cuda, else on the CPU (the fastest thread setting)
@@ -238,15 +264,38 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
                         "torch " + json_string(json, "torch_version") + (m == "compile" ? ", torch.compile" : "")});
       }
     } else {
-      const std::string json = run_torch("bench" + args.str() + " --settings '" + b.torch_settings + "'", &torch_note);
+      // round 0 timed ours above; each later round times ours again first, so the two sides
+      // alternate: ours, peer, ours, peer, ...
+      std::string json;
+      for (int round = 0; round < b.rounds; ++round) {
+        if (round > 0) {
+          std::cout << "round " << round + 1 << " of " << b.rounds << "\n" << std::flush;
+          for (Timed& t : ours) t.ms.push_back(time_train_step(t.oo, *t.be, t.iters, t.warmup));
+        }
+        json = run_torch("bench" + args.str() + " --settings '" + b.torch_settings + "'", &torch_note);
+        if (json.empty()) break;
+        const size_t best = json.find("\"best\"");
+        peer_rounds.push_back({json_number(json, "ms_per_iter", best),
+                               "intra=" + fixed(json_number(json, "intra", best), 0) +
+                                   ",blas=" + fixed(json_number(json, "blas_threads", best), 0)});
+      }
       if (!json.empty()) {
         const size_t best = json.find("\"best\"");
-        const double ms = json_number(json, "ms_per_iter", best);
+        std::vector<double> peer_ms;
+        for (const PeerRound& r : peer_rounds) peer_ms.push_back(r.ms);
+        const double ms = median(peer_ms);
         torch_ms["eager fp32"] = ms;
         rows.push_back({"PyTorch eager (CPU)", "fp32", ms, 0,
                         "torch " + json_string(json, "torch_version") + ", BLAS " + json_string(json, "blas") +
-                            ", intra-op threads " + fixed(json_number(json, "intra", best), 0) + ", BLAS threads " +
-                            fixed(json_number(json, "blas_threads", best), 0) + " (the fastest setting tried)"});
+                            (b.rounds == 1 ? ", intra-op threads " + fixed(json_number(json, "intra", best), 0) +
+                                                 ", BLAS threads " + fixed(json_number(json, "blas_threads", best), 0) +
+                                                 " (the fastest setting tried)"
+                                           : ", the fastest setting of each round (rounds below), median of " +
+                                                 std::to_string(b.rounds) + " rounds")});
+        for (Timed& t : ours) {
+          rows[t.row].ms = median(t.ms);
+          if (b.rounds > 1) rows[t.row].note += "; median of " + std::to_string(b.rounds) + " rounds";
+        }
       }
     }
   }
@@ -299,6 +348,30 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     if (comp != torch_ms.end()) std::cout << ", " << fixed(comp->second / r.ms, 2) << "x torch.compile's";
     std::cout << "\n";
   }
+  std::ostringstream rounds_md;  // every round of an alternating run, and its ratios
+  if (b.rounds > 1 && peer_rounds.size() == static_cast<size_t>(b.rounds)) {
+    for (const Timed& t : ours) {
+      const std::string& name = rows[t.row].name;
+      rounds_md << "\n" << name << " against PyTorch eager (CPU) in " << b.rounds
+                << " alternating rounds (ms/step, each a median of " << t.iters << " steps; the peer's fastest thread setting of the round):\n\n"
+                << "| round | " << name << " | PyTorch best | its setting | ratio |\n|---:|---:|---:|---|---:|\n";
+      std::vector<double> ratios;
+      for (int r = 0; r < b.rounds; ++r) {
+        ratios.push_back(peer_rounds[r].ms / t.ms[r]);
+        rounds_md << "| " << r + 1 << " | " << fixed(t.ms[r], 2) << " | " << fixed(peer_rounds[r].ms, 2) << " | "
+                  << peer_rounds[r].setting << " | " << fixed(ratios.back(), 2) << "x |\n";
+      }
+      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+      double fastest_peer = peer_rounds[0].ms;
+      for (const PeerRound& p : peer_rounds) fastest_peer = std::min(fastest_peer, p.ms);
+      const int at_2x = static_cast<int>(std::count_if(ratios.begin(), ratios.end(), [](double x) { return x >= 2.0; }));
+      rounds_md << "\nmedian ratio of the rounds " << fixed(median(ratios), 2) << "x (lowest " << fixed(*lo, 2)
+                << "x, highest " << fixed(*hi, 2) << "x); " << at_2x << " of " << b.rounds
+                << " rounds at 2x or more; our median step against the peer's fastest round: "
+                << fixed(fastest_peer / median(t.ms), 2) << "x\n";
+    }
+    std::cout << rounds_md.str();
+  }
   std::ostringstream prof_md;
   for (const BackendProfile& p : profiles) {
     prof_md << "\nwhere a step goes on " << p.backend << " (each op waited for; mean of " << p.steps << " steps):\n\n";
@@ -319,6 +392,16 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
       js << (i ? ", " : "") << "{\"name\": " << kernels::harness::json_string(r.name) << ", \"precision\": \"" << r.precision
          << "\", \"ms_per_step\": " << r.ms << ", \"tokens_per_s\": " << tok_s << ", \"mfu\": "
          << (r.peak > 0 ? fixed(tok_s * flops_tok / r.peak, 5) : "null") << ", \"peak_flops\": " << r.peak << "}";
+    }
+    js << "], \"rounds\": [";
+    for (size_t r = 0; r < peer_rounds.size(); ++r) {
+      js << (r ? ", " : "") << "{\"round\": " << r + 1 << ", \"ours_ms_per_step\": {";
+      for (size_t i = 0; i < ours.size(); ++i) {
+        js << (i ? ", " : "") << kernels::harness::json_string(rows[ours[i].row].name) << ": "
+           << ours[i].ms[r];  // each round times ours before the peer
+      }
+      js << "}, \"peer_best_ms_per_step\": " << peer_rounds[r].ms << ", \"peer_setting\": \"" << peer_rounds[r].setting
+         << "\"}";
     }
     js << "], \"profiles\": [";
     for (size_t i = 0; i < profiles.size(); ++i) {
@@ -341,7 +424,7 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     md << "# nnlab gpt bench\n\nConfig: " << o.n_layer << " layers, " << o.n_head << " heads, " << o.n_embd
        << " wide, context " << o.block_size << ", batch " << o.batch_size << ", dropout " << o.dropout
        << (o.bias ? "" : ", no biases") << "; median of " << b.iters << " steps after " << b.warmup << " warm-up.\n\n"
-       << table.str() << prof_md.str();
+       << table.str() << rounds_md.str() << prof_md.str();
     md.flush();
     NN_CHECK(md.good(), "writing " << b.markdown << " failed (is the disk full?): the table is incomplete");
   }

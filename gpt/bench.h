@@ -18,6 +18,9 @@ namespace gpt {
 
 struct BenchOptions {
   int iters = 30, warmup = 5;
+  // Alternating rounds (CPU peer): ours, then PyTorch at every thread setting, `rounds`
+  // times; each side's figure is its median over the rounds, and each round's ratio printed
+  int rounds = 1;
   // ours: "naive", "cpu", "cuda" (at --precision) or "cuda:fp32" / "cuda:tf32" / "cuda:bf16"
   std::vector<std::string> backends = {"cpu"};
   bool naive = false;      // also time the naive backend (slow)

@@ -137,6 +137,9 @@ void add_gpt_subcommands(CLI::App& cmd, CliOptions& opts) {
   add_train_flags(*bench_cmd, opts.train);
   bench_cmd->add_option("--iters", opts.bench.iters, "Timed steps (median reported)")->check(CLI::Range(1, 100000))->capture_default_str();
   bench_cmd->add_option("--warmup", opts.bench.warmup, "Untimed steps first")->check(CLI::Range(0, 100000))->capture_default_str();
+  bench_cmd->add_option("--rounds", opts.bench.rounds,
+                        "Alternate ours and the CPU PyTorch peer this many times; report each side's median over the rounds and every round's ratio")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
   bench_cmd->add_option("--backends", opts.bench.backends, "Our backends to time: naive, cpu, cuda, cuda:fp32, cuda:tf32, cuda:bf16")
       ->delimiter(',')->capture_default_str();
   bench_cmd->add_flag("--naive", opts.bench.naive, "Also time the naive backend (slow)");

@@ -83,12 +83,6 @@ namespace {
 using V = simd::Native;
 constexpr int W = V::lanes;
 
-// out (N,OC) = bias broadcast to every row
-void fill_rows(float* out, const float* bias, int N, int OC) {
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * OC >= 4 * kMinParallelElems)
-  for (int n = 0; n < N; ++n) std::copy(bias, bias + OC, out + static_cast<ptrdiff_t>(n) * OC);
-}
-
 // dst (cols) += column sums of src (rows, cols): split by blocks of columns, each column
 // summed in row order by one thread (the same order for every team size).
 void column_sums_add(float* dst, const float* src, int rows, int cols) {
@@ -119,11 +113,11 @@ void column_sums_add(float* dst, const float* src, int rows, int cols) {
 
 void linear_forward_v2(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                        int OC) {
-  // out (N,OC) = inp (N,C) weight^T (OC,C) + bias (OC): the bias is written first and
-  // the sgemm adds onto it (beta = 1), saving a separate read-modify-write pass.
+  // out (N,OC) = inp (N,C) weight^T (OC,C) + bias (OC): the bias is added in the sgemm's
+  // write-back (sgemm_bias), so no pass of its own over out. (Before: out filled with the
+  // bias, then the sgemm with beta = 1 over it; the same bits, a write and a read more.)
   if (bias != nullptr) {
-    fill_rows(out, bias, N, OC);
-    sgemm(Trans::No, Trans::Yes, N, OC, C, 1.0f, inp, C, weight, C, 1.0f, out, OC);
+    sgemm_bias(Trans::No, Trans::Yes, N, OC, C, 1.0f, inp, C, weight, C, bias, out, OC);
   } else {
     sgemm(Trans::No, Trans::Yes, N, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC);
   }
@@ -173,24 +167,20 @@ void linear_gelu_forward_v1(float* pre, float* out, const float* inp, const floa
 
 void linear_gelu_forward_v2(float* pre, float* out, const float* inp, const float* weight, const float* bias,
                             int N, int C, int OC) {
-  // pre = inp weight^T + bias, out = gelu(pre): the sgemm, then bias + GELU in one pass
-  sgemm(Trans::No, Trans::Yes, N, OC, C, 1.0f, inp, C, weight, C, 0.0f, pre, OC);
+  // pre = inp weight^T + bias (the bias in the sgemm's write-back, sgemm_bias), then
+  // out = gelu(pre) in one pass that only reads pre
+  if (bias != nullptr) {
+    sgemm_bias(Trans::No, Trans::Yes, N, OC, C, 1.0f, inp, C, weight, C, bias, pre, OC);
+  } else {
+    sgemm(Trans::No, Trans::Yes, N, OC, C, 1.0f, inp, C, weight, C, 0.0f, pre, OC);
+  }
 #pragma omp parallel for schedule(static) if (static_cast<int64_t>(N) * OC >= kMinParallelElems)
   for (int n = 0; n < N; ++n) {
-    float* pr = pre + static_cast<ptrdiff_t>(n) * OC;
+    const float* pr = pre + static_cast<ptrdiff_t>(n) * OC;
     float* o = out + static_cast<ptrdiff_t>(n) * OC;
     int c = 0;
-    for (; c + W <= OC; c += W) {
-      V::reg x = V::load(pr + c);
-      if (bias != nullptr) x = V::add(x, V::load(bias + c));
-      V::store(pr + c, x);
-      V::store(o + c, gelu_tanh<V>(x));
-    }
-    for (; c < OC; ++c) {
-      const float x = bias != nullptr ? pr[c] + bias[c] : pr[c];
-      pr[c] = x;
-      o[c] = gelu_tanhf(x);
-    }
+    for (; c + W <= OC; c += W) V::store(o + c, gelu_tanh<V>(V::load(pr + c)));
+    for (; c < OC; ++c) o[c] = gelu_tanhf(pr[c]);
   }
 }
 

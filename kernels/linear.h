@@ -13,12 +13,14 @@
 //   v1  plain loops, one dot product per output (nn::linear_forward_loops /
 //       linear_backward_loops, the naive GPT backend). The reference.
 //   v2  kernels::sgemm (packed panels, SIMD micro-kernel, OpenMP over rows of C): the
-//       forward writes the bias into out first and the sgemm adds onto it (beta = 1); the
+//       forward adds the bias in the sgemm's write-back (sgemm_bias: the bits of writing the
+//       bias into out first and the sgemm adding onto it with beta = 1, one pass fewer); the
 //       backward, on two threads, runs its two products side by side, one per thread (each
 //       element computed by the same micro-kernel sequence either way: the same bits), and
 //       sums dbias by columns, each column in row order.
 //   linear_gelu v1  linear_forward_v1, then gelu_forward_v1: two ops.
-//   linear_gelu v2  the sgemm, then bias + GELU (gelu_tanh) in one pass over each row.
+//   linear_gelu v2  the sgemm (bias in its write-back, sgemm_bias), then GELU (gelu_tanh) in
+//                   one pass over each row.
 #pragma once
 
 #include <string>

@@ -463,12 +463,14 @@ void pack_b_panel_v7(Trans tb, const float* B, int ldb, int p0, int j0, int nr, 
   }
 }
 
-// C tile (mr, nr) = alpha * op(A)[MR rows, kc] . Bp panel (kc, NR) + beta * C.
+// C tile (mr, nr) = alpha * op(A)[MR rows, kc] . Bp panel (kc, NR) + beta * C, + bias[0..nr)
+// on every row when bias is not null (sgemm_bias's epilogue: the caller passes it with beta =
+// 0, on the first k block only; bias + product in one rounding, no pass of its own).
 // kRowMajorA: op(A)[r][p] = A[r * sa + p] (A not transposed, sa = lda); otherwise
 // op(A)[r][p] = A[p * sa + r] (A^T, sa = lda, or a packed edge panel with sa = MR).
 template <class V, int MR, bool kRowMajorA>
 void micro_kernel_v7(int kc, const float* A, ptrdiff_t sa, const float* Bp, float* C, int ldc, float alpha,
-                     float beta, int mr, int nr) {
+                     float beta, int mr, int nr, const float* bias = nullptr) {
   using reg = typename V::reg;
   constexpr int W = V::lanes, NR = kNR<V>;
   reg acc[MR][2];  // the MR x NR tile of C, in registers
@@ -498,6 +500,22 @@ void micro_kernel_v7(int kc, const float* A, ptrdiff_t sa, const float* Bp, floa
       acc[r][1] = V::mul(va, acc[r][1]);
     }
   }
+  if (bias != nullptr) {  // b + sum: the same single rounding as beta = 1 over a C filled with b
+    reg b0, b1;
+    if (nr == NR) {
+      b0 = V::load(bias);
+      b1 = V::load(bias + W);
+    } else {
+      alignas(64) float row[NR] = {};
+      std::copy(bias, bias + nr, row);
+      b0 = V::load(row);
+      b1 = V::load(row + W);
+    }
+    for (int r = 0; r < MR; ++r) {
+      acc[r][0] = V::add(acc[r][0], b0);
+      acc[r][1] = V::add(acc[r][1], b1);
+    }
+  }
   if (mr == MR && nr == NR) {
     for (int r = 0; r < MR; ++r) {
       float* c = C + static_cast<ptrdiff_t>(r) * ldc;
@@ -525,7 +543,7 @@ void micro_kernel_v7(int kc, const float* A, ptrdiff_t sa, const float* Bp, floa
 // every micro-panel of B).
 template <class V, int MR>
 void gemm_v7(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-             int ldb, float beta, float* C, int ldc, bool threaded) {
+             int ldb, float beta, float* C, int ldc, bool threaded, const float* bias = nullptr) {
   constexpr int NR = kNR<V>;
   constexpr int MC = kMC / MR * MR;  // whole panels per block
   static_assert(kNC % NR == 0 && MC > 0, "blocks must hold whole panels");
@@ -542,6 +560,7 @@ void gemm_v7(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* 
       for (int pc = 0; pc < K; pc += kKC) {
         const int kc = std::min(kKC, K - pc);
         const float beta_here = pc == 0 ? beta : 1.0f;  // later k blocks add to C
+        const bool with_bias = bias != nullptr && pc == 0;  // the bias: on the first k block
 #pragma omp for schedule(static)
         for (int jr = 0; jr < nc; jr += NR) {
           pack_b_panel_v7<V>(tb, B, ldb, pc, jc + jr, std::min(NR, nc - jr), kc,
@@ -559,19 +578,20 @@ void gemm_v7(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* 
           for (int jr = 0; jr < nc; jr += NR) {
             const int nr = std::min(NR, nc - jr);
             const float* bpanel = Bp + static_cast<ptrdiff_t>(jr) * kc;  // (KC, NR) in L1
+            const float* bcols = with_bias ? bias + jc + jr : nullptr;  // this column panel's bias
             for (int ir = 0; ir < full; ir += MR) {
               float* c = C + static_cast<ptrdiff_t>(ic + ir) * ldc + jc + jr;
               if (ta == Trans::No) {
                 const float* a = A + static_cast<ptrdiff_t>(ic + ir) * lda + pc;  // (MR, KC), rows lda apart
-                micro_kernel_v7<V, MR, true>(kc, a, lda, bpanel, c, ldc, alpha, beta_here, MR, nr);
+                micro_kernel_v7<V, MR, true>(kc, a, lda, bpanel, c, ldc, alpha, beta_here, MR, nr, bcols);
               } else {
                 const float* a = A + static_cast<ptrdiff_t>(pc) * lda + ic + ir;  // (KC, MR), rows lda apart
-                micro_kernel_v7<V, MR, false>(kc, a, lda, bpanel, c, ldc, alpha, beta_here, MR, nr);
+                micro_kernel_v7<V, MR, false>(kc, a, lda, bpanel, c, ldc, alpha, beta_here, MR, nr, bcols);
               }
             }
             if (full < mc) {
               float* c = C + static_cast<ptrdiff_t>(ic + full) * ldc + jc + jr;
-              micro_kernel_v7<V, MR, false>(kc, edge, MR, bpanel, c, ldc, alpha, beta_here, mc - full, nr);
+              micro_kernel_v7<V, MR, false>(kc, edge, MR, bpanel, c, ldc, alpha, beta_here, mc - full, nr, bcols);
             }
           }
         }
@@ -585,12 +605,12 @@ void gemm_v7(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* 
 
 namespace {
 void gemm_v7_native(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
-                    const float* B, int ldb, float beta, float* C, int ldc, bool threaded) {
+                    const float* B, int ldb, float beta, float* C, int ldc, bool threaded, const float* bias = nullptr) {
   using V = simd::Native;
   if (ta == Trans::No) {
-    gemm_v7<V, kMR7N<V>>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded);
+    gemm_v7<V, kMR7N<V>>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded, bias);
   } else {
-    gemm_v7<V, kMR7T<V>>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded);
+    gemm_v7<V, kMR7T<V>>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threaded, bias);
   }
 }
 }  // namespace
@@ -625,6 +645,17 @@ void sgemm_serial(Trans ta, Trans tb, int M, int N, int K, float alpha, const fl
     return;
   }
   gemm_v7_native(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, false);
+}
+
+void sgemm_bias(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, const float* bias, float* C, int ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // C = bias on every row
+    for (int i = 0; i < M; ++i) std::copy(bias, bias + N, C + static_cast<ptrdiff_t>(i) * ldc);
+    return;
+  }
+  const bool threaded = static_cast<double>(M) * N * K > kMinThreadedWork && M >= 2 * kMR;
+  gemm_v7_native(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc, threaded, bias);
 }
 
 const std::vector<SgemmVersion>& sgemm_versions() {

@@ -85,6 +85,13 @@ void sgemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A,
 void sgemm_serial(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
                   const float* B, int ldb, float beta, float* C, int ldc);
 
+// C (M, N) = alpha * op(A) op(B) + bias (N,) on every row: sgemm() (v7, threaded as it is)
+// with the bias added in the micro-kernel's write-back, bit-identical to filling C with the
+// bias and calling sgemm with beta = 1, without that fill's pass over C and the read it makes
+// the product do (kernels/linear.cpp's forward). bias must not be null.
+void sgemm_bias(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, const float* bias, float* C, int ldc);
+
 using SgemmVersion = OpVersion<SgemmFn>;  // number, name, summary, fn (kernels/versions.h)
 // Every version, in order. The dispatcher below and the tests iterate over this.
 const std::vector<SgemmVersion>& sgemm_versions();

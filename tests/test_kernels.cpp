@@ -179,6 +179,47 @@ TEST_CASE("sgemm v7 gives v6's bits at alpha 1, on any thread count, and sgemm_s
   }
 }
 
+// sgemm_bias claims the bits of the two passes it replaces (C filled with the bias on every
+// row, then sgemm with beta = 1 over it): one rounding of bias + product either way. Ragged
+// shapes leave partial row and column panels (the bias of a partial panel comes from its own
+// copy), K = 520 spans three k blocks (the bias only on the first), both thread counts; a
+// sentinel column past N (ldc = N + 1) must survive, and alpha != 1 scales the product only.
+TEST_CASE("sgemm_bias equals filling C with the bias and sgemm with beta 1, bit for bit", "[kernels]") {
+  nn::Rng rng(25);
+  const int sizes[][3] = {{768, 384, 128}, {768, 128, 512}, {131, 37, 301}, {25, 65, 520}, {7, 3, 5}, {5, 40, 0}};
+  const int saved = omp_get_max_threads();
+  for (const auto& s : sizes) {
+    for (Trans ta : {Trans::No, Trans::Yes}) {
+      for (Trans tb : {Trans::No, Trans::Yes}) {
+        for (float alpha : {1.0f, 0.5f}) {
+          for (int threads : {1, 2}) {
+            const int M = s[0], N = s[1], K = s[2], ldc = N + 1;
+            const int lda = (ta == Trans::No ? K : M) + 1, ldb = (tb == Trans::No ? N : K) + 1;
+            std::vector<float> A(static_cast<size_t>(ta == Trans::No ? M : K) * lda + 1);
+            std::vector<float> B(static_cast<size_t>(tb == Trans::No ? K : N) * ldb + 1);
+            std::vector<float> bias(N);
+            for (float& x : A) x = rng.uniform(-1.0f, 1.0f);
+            for (float& x : B) x = rng.uniform(-1.0f, 1.0f);
+            for (float& x : bias) x = rng.uniform(-2.0f, 2.0f);
+            std::vector<float> two_pass(static_cast<size_t>(M) * ldc, -7.0f), fused = two_pass;
+            for (int i = 0; i < M; ++i)
+              for (int j = 0; j < N; ++j) two_pass[static_cast<size_t>(i) * ldc + j] = bias[j];
+            omp_set_num_threads(threads);
+            kernels::sgemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, 1.0f, two_pass.data(), ldc);
+            kernels::sgemm_bias(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, bias.data(), fused.data(),
+                                ldc);
+            omp_set_num_threads(saved);
+            INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << (ta == Trans::Yes) << " tb="
+                      << (tb == Trans::Yes) << " alpha=" << alpha << " threads=" << threads);
+            REQUIRE(fused == two_pass);
+            for (int i = 0; i < M; ++i) REQUIRE(fused[static_cast<size_t>(i) * ldc + N] == -7.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
 // scripts/test_simd_paths.sh builds these tests once per SIMD level and says which path it
 // means to test (NNLAB_EXPECT_SIMD); this fails when the flags did not select it (a build
 // that meant AVX2 but lacked FMA would silently test the portable path twice).
