@@ -548,6 +548,7 @@ void weighted_rows_causal(float* y, ptrdiff_t ys, const float* a, ptrdiff_t as, 
     for (int r = 0; r < R; ++r)
       for (int u = 0; u < NB; ++u) V::store(y + r * ys + c + u * W, acc[r][u]);
   });
+  if (c_end == hs) return;  // no scalar tail (hs a multiple of the register width): no calls
   for (int r = 0; r < R; ++r) weighted_rows_tail(y + r * ys, a + r * as, rows, ld, n0 + r, c_end, hs);  // v3's tail
 }
 
