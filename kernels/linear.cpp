@@ -137,15 +137,17 @@ void linear_backward_v2(float* dinp, float* dweight, float* dbias, const float* 
   // sequence either way, so the result is bit-identical to the threaded path.
   if (dinp != nullptr && dweight != nullptr && omp_get_max_threads() == 2 && !omp_in_parallel() &&
       static_cast<double>(N) * C * OC > 64.0 * 64.0 * 64.0) {
+    // dbias goes with dinp: that product reads dout too (still in this core's cache), and the
+    // dweight one (tn, K = N) is the slower of the two at most of the GPT's shapes.
 #pragma omp parallel sections num_threads(2)
     {
 #pragma omp section
-      sgemm_serial(Trans::No, Trans::No, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
-#pragma omp section
       {
-        sgemm_serial(Trans::Yes, Trans::No, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+        sgemm_serial(Trans::No, Trans::No, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
         if (dbias != nullptr) column_sums_add(dbias, dout, N, OC);
       }
+#pragma omp section
+      sgemm_serial(Trans::Yes, Trans::No, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
     }
     return;
   }

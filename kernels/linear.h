@@ -17,7 +17,7 @@
 //       bias into out first and the sgemm adding onto it with beta = 1, one pass fewer); the
 //       backward, on two threads, runs its two products side by side, one per thread (each
 //       element computed by the same micro-kernel sequence either way: the same bits), and
-//       sums dbias by columns, each column in row order.
+//       sums dbias by columns (on the dinp product's thread), each column in row order.
 //   linear_gelu v1  linear_forward_v1, then gelu_forward_v1: two ops.
 //   linear_gelu v2  the sgemm (bias in its write-back, sgemm_bias), then GELU (gelu_tanh) in
 //                   one pass over each row.
