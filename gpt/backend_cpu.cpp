@@ -5,8 +5,8 @@
 // <op>` describe. Step into any call to read the kernel:
 //   encoder            kernels/encoder.h       v2  rows across threads; dwte by token id
 //   layernorm          kernels/layernorm.h     v4  SIMD rows across threads; backward v2
-//   matmul             kernels/linear.h        v2  kernels::sgemm (lesson 03's ladder)
-//   attention          kernels/attention.h     v3  a thread per (b, h), SIMD scores, interleaved sums
+//   matmul             kernels/linear.h        v2  kernels::sgemm (lesson 03's ladder), bias in its write-back
+//   attention          kernels/attention.h     v4  a thread per (b, h), 4-row register tiles, SIMD softmax rows
 //   gelu               kernels/gelu.h          v2  SIMD with poly_exp
 //   residual, dropout  kernels/residual.h, dropout.h   v2  threads
 //   cross-entropy      kernels/crossentropy.h  v2  SIMD rows with poly_exp

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpt/bench.h"
 #include "gpt/cli.h"
 #include "gpt/train.h"
 #include "nn/checkpoint.h"
@@ -158,6 +159,23 @@ TEST_CASE("gpt bad input: --threads far above the cores is refused at once, not 
   // every other caller of the trainer goes through use_threads
   CHECK_THAT(error_of([] { gpt::use_threads(4096); }), Contains("--threads 4096 is outside"));
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5.0);
+}
+
+TEST_CASE("gpt bad input: --rounds needs a peer to alternate with, and at least one round", "[gpt][bad-input]") {
+  CHECK_THAT(parse_error("gpt bench --rounds 0"), Contains("--rounds"));
+  CHECK(parse_error("gpt bench --rounds 5") == "");
+  gpt::TrainOptions o;
+  gpt::BenchOptions b;
+  b.rounds = 3;
+  b.torch = false;
+  CHECK_THAT(error_of([&] { gpt::run_bench(o, b); }), Contains("--rounds 3 alternates") && Contains("--no-torch"));
+  b.torch = true;
+  o.arch = "llama";
+  CHECK_THAT(error_of([&] { gpt::run_bench(o, b); }), Contains("--arch llama has no timed peer"));
+  b.rounds = 2;
+  b.backends = {"cuda"};
+  o.arch = "gpt2";
+  CHECK_THAT(error_of([&] { gpt::run_bench(o, b); }), Contains("alternating rounds are for the CPU peer"));
 }
 
 TEST_CASE("gpt bad input: --dump-step needs --dump-path, and a step of the run", "[gpt][bad-input]") {
