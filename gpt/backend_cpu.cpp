@@ -6,7 +6,8 @@
 //   encoder            kernels/encoder.h       v2  rows across threads; dwte by token id
 //   layernorm          kernels/layernorm.h     v4  SIMD rows across threads; backward v2
 //   matmul             kernels/linear.h        v2  kernels::sgemm (lesson 03's ladder), bias in its write-back
-//   attention          kernels/attention.h     v4  a thread per (b, h), 4-row register tiles, SIMD softmax rows
+//   attention          kernels/attention.h     v4  a thread per (b, h), 4-row register tiles, SIMD softmax
+//                                              rows; backward v5 (whole-register softmax-backward rows)
 //   gelu               kernels/gelu.h          v2  SIMD with poly_exp
 //   residual, dropout  kernels/residual.h, dropout.h   v2  threads
 //   cross-entropy      kernels/crossentropy.h  v2  SIMD rows with poly_exp
@@ -74,7 +75,7 @@ Backend cpu_backend() {
   be.attention_backward = [](float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
-    kernels::attention_backward_v4(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    kernels::attention_backward_v5(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
   };
 
   be.gelu_forward = kernels::gelu_forward_v2;

@@ -554,14 +554,15 @@ void weighted_rows_causal(float* y, ptrdiff_t ys, const float* a, ptrdiff_t as, 
 
 // The same for R key columns t2..t2+R-1 (dk, dv): column r sums over the rows t >= t2 + r,
 //   y_r[0..hs) = sum_{t = t2 + r}^{T - 1} coef(t, r) rows[t * ld + 0..hs),
-// coef(t, r) = M[t * T + t2 + r] (* scale when kScale): M is the head's (T, T) dpreatt or att,
+// coef(t, r) = M[t * ldm + t2 + r] (* scale when kScale): M is the head's (T, T) dpreatt or att
+// (ldm = T), or v5's scaled coefficients (ldm = ld),
 // read along its rows, so no column is gathered (but for a scalar tail: column (T) is its scratch).
 // The terms in t order, as v3's columns add them.
 template <int R, bool kScale>
-void weighted_rows_columns(float* y, ptrdiff_t ys, const float* M, int T, int t2, float scale, const float* rows,
-                           ptrdiff_t ld, int hs, float* column) {
+void weighted_rows_columns(float* y, ptrdiff_t ys, const float* M, ptrdiff_t ldm, int T, int t2, float scale,
+                           const float* rows, ptrdiff_t ld, int hs, float* column) {
   auto coef = [&](int t, int r) {
-    const float m = M[static_cast<ptrdiff_t>(t) * T + t2 + r];
+    const float m = M[static_cast<ptrdiff_t>(t) * ldm + t2 + r];
     return kScale ? m * scale : m;
   };
   const int c_end = for_register_chunks(hs, [&]<int NB>(int c) {
@@ -589,6 +590,34 @@ void weighted_rows_columns(float* y, ptrdiff_t ys, const float* M, int T, int t2
       weighted_rows_tail(y + r * ys, column, rows + (t2 + r) * ld, ld, T - t2 - r, c_end, hs);
     }
   }
+}
+
+// v5's softmax backward row: v4's (softmax_backward_row, then the row's dq coefficients
+// dpreatt * scale) in whole registers and one pass: weighted = sum_j att_j datt_j, then datt,
+// dpreatt and coef; zeros past t in datt and dpreatt. The sum runs in W lanes, then across
+// them, not in j order: v5 is not bit-identical to v4 (within float rounding of it).
+void softmax_backward_row_v5(const float* srow, const float* arow, float* darow, float* dprow, float* coef, int t,
+                             int T, float scale) {
+  const int n = t + 1, nv = n / W * W;
+  V::reg acc = V::zero();
+  for (int j = 0; j < nv; j += W) acc = V::fma(V::load(arow + j), V::load(srow + j), acc);
+  float weighted = V::sum(acc);
+  for (int j = nv; j < n; ++j) weighted += arow[j] * srow[j];
+  const V::reg vw = V::set1(weighted), vs = V::set1(scale);
+  for (int j = 0; j < nv; j += W) {
+    const V::reg sj = V::load(srow + j);
+    const V::reg dj = V::mul(V::load(arow + j), V::sub(sj, vw));
+    V::store(darow + j, sj);
+    V::store(dprow + j, dj);
+    V::store(coef + j, V::mul(dj, vs));
+  }
+  for (int j = nv; j < n; ++j) {
+    darow[j] = srow[j];
+    dprow[j] = arow[j] * (srow[j] - weighted);
+    coef[j] = dprow[j] * scale;
+  }
+  std::fill(darow + n, darow + T, 0.0f);
+  std::fill(dprow + n, dprow + T, 0.0f);
 }
 
 // Runs fn.template operator()<R>(i) over [0, n) in tiles of kRows, then one tile of the rest.
@@ -677,10 +706,66 @@ void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float
     });
     // dk_t2 = sum_{t >= t2} (dpreatt[t][t2] scale) q_t;  dv_t2 = sum_{t >= t2} att[t][t2] dout_t
     for_row_tiles(T, [&]<int R>(int t2) {
-      weighted_rows_columns<R, true>(dbase + t2 * C3 + C + h * hs, C3, dpreatt + mat, T, t2, scale, qh, C3, hs,
+      weighted_rows_columns<R, true>(dbase + t2 * C3 + C + h * hs, C3, dpreatt + mat, T, T, t2, scale, qh, C3, hs,
                                      coefs);
-      weighted_rows_columns<R, false>(dbase + t2 * C3 + 2 * C + h * hs, C3, att + mat, T, t2, 1.0f, dobase, C, hs,
-                                      coefs);
+      weighted_rows_columns<R, false>(dbase + t2 * C3 + 2 * C + h * hs, C3, att + mat, T, T, t2, 1.0f, dobase, C,
+                                      hs, coefs);
+    });
+  }
+}
+
+// ---- v5 (backward only): whole-register softmax rows, the scaled coefficients kept -----------
+// v4's backward spends its non-product time in scalar loops: each row's softmax backward (a dot
+// product, then datt and dpreatt element by element) and the row's dq coefficients (dpreatt *
+// scale, once more); and dk's pass multiplies every coefficient by the scale again as it
+// broadcasts it. v5 does the row in whole registers, in one pass that also writes the scaled
+// coefficients, and keeps the head's (T, ld) coefficients, which dq reads by rows and dk by
+// columns without a multiply. dk and dv sum the same terms in the same order as v4; the
+// softmax row's sum does not (lanes first), so v5 agrees with v4 within float rounding.
+// The forward has nothing of the kind to gain (its softmax rows are already v4's registers):
+// the backward ladder has a fifth rung, the forward four.
+void attention_backward_v5(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int T, int C, int NH) {
+  // as v2-v4: dqkv ASSIGNED, each element written by the thread that owns its (b, h)
+  const int hs = C / NH;
+  const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
+  const int ld = (T + W - 1) / W * W;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const int items = B * NH;
+#pragma omp parallel for schedule(static) if (items > 1 && static_cast<int64_t>(B) * T * T * C >= 65536)
+  for (int item = 0; item < items; ++item) {
+    const int b = item / NH, h = item % NH;
+    // (hs, ld) values transposed, kRows rows of datt, (T, ld) scaled coefficients, a column
+    float* Vt = thread_scratch<float, 0>(static_cast<size_t>(hs + kRows + T) * ld + T);
+    float* srows = Vt + static_cast<ptrdiff_t>(hs) * ld;
+    float* coefs = srows + static_cast<ptrdiff_t>(kRows) * ld;
+    float* column = coefs + static_cast<ptrdiff_t>(T) * ld;
+    const float* base = qkv + static_cast<ptrdiff_t>(b) * T * C3;
+    float* dbase = dqkv + static_cast<ptrdiff_t>(b) * T * C3;
+    const float* dobase = dout + static_cast<ptrdiff_t>(b) * T * C + h * hs;
+    transpose_head(Vt, base, C3, 2 * C + h * hs, T, hs, ld);
+    const float* qh = base + h * hs;
+    const float* kh = base + C + h * hs;
+    const ptrdiff_t mat = static_cast<ptrdiff_t>(item) * T * T;
+    for_row_tiles(T, [&]<int R>(int t0) {
+      // datt[t][t2] = dout_t . v_t2 for the R rows, then each row's softmax backward
+      const int nblk = (t0 + R + W - 1) / W;
+      scores_rows<R>(srows, ld, dobase + static_cast<ptrdiff_t>(t0) * C, C, Vt, hs, ld, nblk, 1.0f);
+      for (int r = 0; r < R; ++r) {
+        const int t = t0 + r;
+        const ptrdiff_t row = mat + static_cast<ptrdiff_t>(t) * T;
+        softmax_backward_row_v5(srows + r * ld, att + row, datt + row, dpreatt + row,
+                                coefs + static_cast<ptrdiff_t>(t) * ld, t, T, scale);
+      }
+      // dq_t = sum_{t2 <= t} coef[t][t2] k_t2 for the R rows
+      weighted_rows_causal<R>(dbase + t0 * C3 + h * hs, C3, coefs + static_cast<ptrdiff_t>(t0) * ld, ld, kh, C3,
+                              t0 + 1, hs);
+    });
+    // dk_t2 = sum_{t >= t2} coef[t][t2] q_t;  dv_t2 = sum_{t >= t2} att[t][t2] dout_t
+    for_row_tiles(T, [&]<int R>(int t2) {
+      weighted_rows_columns<R, false>(dbase + t2 * C3 + C + h * hs, C3, coefs, ld, T, t2, 1.0f, qh, C3, hs, column);
+      weighted_rows_columns<R, false>(dbase + t2 * C3 + 2 * C + h * hs, C3, att + mat, T, T, t2, 1.0f, dobase, C,
+                                      hs, column);
     });
   }
 }
@@ -711,6 +796,8 @@ const std::vector<OpVersion<AttentionBackwardFn>>& attention_backward_versions()
        &attention_backward_v3},
       {4, "row-tiles", "v3 with 4 query rows (key columns) per register tile: each load feeds 4 chains (bit-identical)",
        &attention_backward_v4},
+      {5, "register-rows", "v4 with whole-register softmax-backward rows and the scaled coefficients kept for dq and dk",
+       &attention_backward_v5},
   };
   return versions;
 }

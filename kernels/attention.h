@@ -35,7 +35,13 @@
 //       (a row of 16 scores is one register: one chain of hs dependent FMAs). Same terms in the
 //       same order: bit-identical to v3. Its softmax rows mask the last register in a register
 //       and copy whole registers into preatt and att (v3 stored the mask one float at a time
-//       and then loaded it as a register, which stalls). What the GPT's cpu backend runs.
+//       and then loaded it as a register, which stalls). The cpu backend's forward.
+//   v5  (backward only) v4 with each softmax-backward row in whole registers and one pass that
+//       also writes the row's dq coefficients (dpreatt * scale); the head's (T, T) coefficients
+//       kept, so dk reads them without multiplying each by the scale again. v4's row was
+//       scalar (a dot product, then datt and dpreatt, then the coefficients). The row's sum
+//       runs lanes first: within float rounding of v4, not bit-identical. The cpu backend's
+//       backward. (The forward's softmax rows are already whole registers: no forward v5.)
 #pragma once
 
 #include <string>
@@ -64,6 +70,8 @@ void attention_backward_v3(float* dqkv, float* dpreatt, float* datt, const float
                            const float* att, int B, int Tn, int C, int NH);
 void attention_forward_v4(float* out, float* preatt, float* att, const float* qkv, int B, int Tn, int C, int NH);
 void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int Tn, int C, int NH);
+void attention_backward_v5(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                            const float* att, int B, int Tn, int C, int NH);
 
 const std::vector<OpVersion<AttentionFn>>& attention_versions();

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "nn/attention.h"
 #include "nn/check.h"
 #include "nn/gradcheck.h"
@@ -296,4 +297,39 @@ TEST_CASE("attention rejects bad sizes with nn::Error", "[attention]") {
   REQUIRE_THROWS_AS(fwd(bad.B, bad.Tn, bad.C, bad.NH), nn::Error);
   REQUIRE_THROWS_AS(bwd(bad.B, bad.Tn, bad.C, bad.NH), nn::Error);
   REQUIRE_NOTHROW(fwd(1, 4, 8, 2));  // and a good size goes through
+}
+
+// The SIMD rungs of kernels/attention.h against v1 on this build's SIMD path (this file runs
+// in the portable and AVX2 builds of scripts/test_simd_paths.sh too): every version of the
+// backward, at the GPT's shape and at heads that leave a scalar tail (hs = 10, 5, 8, 32 with
+// T not a multiple of the register width), outputs NaN-prefilled, the harness's tolerances.
+TEST_CASE("attention backward: every kernels/ rung agrees with v1 on this SIMD path", "[attention]") {
+  const int shapes[][4] = {{12, 64, 128, 4}, {2, 7, 20, 2}, {3, 13, 20, 4}, {1, 33, 24, 3}, {2, 70, 96, 3}};
+  for (const auto& sh : shapes) {
+    const int B = sh[0], T = sh[1], C = sh[2], NH = sh[3];
+    nn::Rng rng(11);
+    const size_t nqkv = static_cast<size_t>(B) * T * 3 * C, natt = static_cast<size_t>(B) * NH * T * T;
+    std::vector<float> qkv(nqkv), dout(static_cast<size_t>(B) * T * C), out(dout.size()), pre(natt), att(natt);
+    for (float& x : qkv) x = rng.uniform(-1.0f, 1.0f);
+    for (float& x : dout) x = rng.uniform(-1.0f, 1.0f);
+    kernels::attention_forward_v1<float>(out.data(), pre.data(), att.data(), qkv.data(), B, T, C, NH);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> d1(nqkv, nan), dp1(natt, nan), da1(natt, nan);
+    kernels::attention_backward_v1<float>(d1.data(), dp1.data(), da1.data(), dout.data(), qkv.data(), att.data(), B,
+                                          T, C, NH);
+    for (const auto& v : kernels::attention_backward_versions()) {
+      std::vector<float> d(nqkv, nan), dp(natt, nan), da(natt, nan);
+      v.fn(d.data(), dp.data(), da.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+      INFO(v.id() << " at " << B << "x" << T << "x" << C << "x" << NH);
+      size_t bad = 0;
+      for (size_t i = 0; i < nqkv; ++i) {
+        if (!(std::fabs(d[i] - d1[i]) <= 2e-5f + 1e-5f * std::fabs(d1[i]))) ++bad;
+      }
+      for (size_t i = 0; i < natt; ++i) {
+        if (!(std::fabs(dp[i] - dp1[i]) <= 1e-5f + 1e-5f * std::fabs(dp1[i]))) ++bad;
+        if (!(std::fabs(da[i] - da1[i]) <= 2e-5f + 1e-5f * std::fabs(da1[i]))) ++bad;
+      }
+      CHECK(bad == 0);
+    }
+  }
 }

@@ -216,7 +216,9 @@ int main(int argc, char** argv) {
      << "Problem: causal self-attention, B = " << cfg.B << ", " << cfg.NH << " heads of " << cfg.hs
      << " (C = " << cfg.NH * cfg.hs << "), multi-head (NKV = NH, so both paths read the same qkv), forward + backward. "
      << "Unfused: kernels/attention.h " << kernels::attention_versions().back().id() << " ("
-     << kernels::attention_versions().back().name << "); flash: kernels/flash_attention.h "
+     << kernels::attention_versions().back().name << "), backward "
+     << kernels::attention_backward_versions().back().id() << " ("
+     << kernels::attention_backward_versions().back().name << "); flash: kernels/flash_attention.h "
      << kernels::flash_attention_versions().back().id() << " (" << kernels::flash_attention_versions().back().name
      << ").\n\n";
 

@@ -16,7 +16,8 @@
 //   swiglu  GELU MLP vs SwiGLU MLP parameter counts at C and H = 8C/3 rounded up to 32
 //           (gpt::default_ffn_hidden), v1 vs v2, the backward's gradient check
 //   flash   full attention's (B,NH,T,T) maps vs flash attention's lse (bytes against T), and
-//           flash v3 vs attention v4 forward + backward time at a few T (alternating rounds)
+//           flash v3 vs attention v4 (backward v5) forward + backward time at a few T
+//           (alternating rounds)
 //   gqa     grouped-query attention: KV-cache bytes per token for each NKV, decode attention's
 //           time against the context, the bandwidth law (gqa_part.cpp)
 //   compare char GPT-2 vs BPE GPT-2 vs BPE llama under one budget, in bits per character
