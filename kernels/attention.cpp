@@ -669,21 +669,28 @@ void attention_forward_v4(float* out, float* preatt, float* att, const float* qk
   }
 }
 
-void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
-                           const float* att, int B, int T, int C, int NH) {
+namespace {
+// v4's and v5's backward: the same tiles; kV5 selects v5's softmax row (whole registers, the
+// scaled coefficients of every row kept) and dk read from those coefficients.
+template <bool kV5>
+void attention_backward_tiles(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                              const float* att, int B, int T, int C, int NH) {
   // as v2/v3: dqkv ASSIGNED, each element written by the thread that owns its (b, h)
   const int hs = C / NH;
   const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
   const int ld = (T + W - 1) / W * W;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int items = B * NH;
+  // v4: kRows rows of dq's coefficients (the tile's); v5: (T, ld), every row's, and a column
+  const size_t coef_floats = kV5 ? static_cast<size_t>(T) * ld + T : static_cast<size_t>(kRows) * ld;
 #pragma omp parallel for schedule(static) if (items > 1 && static_cast<int64_t>(B) * T * T * C >= 65536)
   for (int item = 0; item < items; ++item) {
     const int b = item / NH, h = item % NH;
-    // (hs, ld) values transposed, kRows rows of datt, kRows rows of dq's coefficients
-    float* Vt = thread_scratch<float, 0>(static_cast<size_t>(hs + 2 * kRows) * ld);
+    // (hs, ld) values transposed, kRows rows of datt, then the coefficients
+    float* Vt = thread_scratch<float, 0>(static_cast<size_t>(hs + kRows) * ld + coef_floats);
     float* srows = Vt + static_cast<ptrdiff_t>(hs) * ld;
     float* coefs = srows + static_cast<ptrdiff_t>(kRows) * ld;
+    float* column = kV5 ? coefs + static_cast<ptrdiff_t>(T) * ld : coefs;  // the scalar tail's gathered column
     const float* base = qkv + static_cast<ptrdiff_t>(b) * T * C3;
     float* dbase = dqkv + static_cast<ptrdiff_t>(b) * T * C3;
     const float* dobase = dout + static_cast<ptrdiff_t>(b) * T * C + h * hs;
@@ -692,26 +699,42 @@ void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float
     const float* kh = base + C + h * hs;
     const ptrdiff_t mat = static_cast<ptrdiff_t>(item) * T * T;
     for_row_tiles(T, [&]<int R>(int t0) {
-      // datt[t][t2] = dout_t . v_t2 for the R rows, then each row's softmax backward (v3's)
+      // datt[t][t2] = dout_t . v_t2 for the R rows, then each row's softmax backward
       const int nblk = (t0 + R + W - 1) / W;
       scores_rows<R>(srows, ld, dobase + static_cast<ptrdiff_t>(t0) * C, C, Vt, hs, ld, nblk, 1.0f);
+      float* tile_coefs = kV5 ? coefs + static_cast<ptrdiff_t>(t0) * ld : coefs;  // row t0's
       for (int r = 0; r < R; ++r) {
         const int t = t0 + r;
         const ptrdiff_t row = mat + static_cast<ptrdiff_t>(t) * T;
-        softmax_backward_row(srows + r * ld, att + row, datt + row, dpreatt + row, t, T);
-        for (int j = 0; j <= t; ++j) coefs[r * ld + j] = dpreatt[row + j] * scale;
+        if constexpr (kV5) {
+          softmax_backward_row_v5(srows + r * ld, att + row, datt + row, dpreatt + row, tile_coefs + r * ld, t, T,
+                                  scale);
+        } else {  // v3's row, then the coefficients
+          softmax_backward_row(srows + r * ld, att + row, datt + row, dpreatt + row, t, T);
+          for (int j = 0; j <= t; ++j) coefs[r * ld + j] = dpreatt[row + j] * scale;
+        }
       }
       // dq_t = sum_{t2 <= t} (dpreatt[t][t2] scale) k_t2 for the R rows
-      weighted_rows_causal<R>(dbase + t0 * C3 + h * hs, C3, coefs, ld, kh, C3, t0 + 1, hs);
+      weighted_rows_causal<R>(dbase + t0 * C3 + h * hs, C3, tile_coefs, ld, kh, C3, t0 + 1, hs);
     });
     // dk_t2 = sum_{t >= t2} (dpreatt[t][t2] scale) q_t;  dv_t2 = sum_{t >= t2} att[t][t2] dout_t
     for_row_tiles(T, [&]<int R>(int t2) {
-      weighted_rows_columns<R, true>(dbase + t2 * C3 + C + h * hs, C3, dpreatt + mat, T, T, t2, scale, qh, C3, hs,
-                                     coefs);
+      if constexpr (kV5) {  // the scaled coefficients, kept
+        weighted_rows_columns<R, false>(dbase + t2 * C3 + C + h * hs, C3, coefs, ld, T, t2, 1.0f, qh, C3, hs, column);
+      } else {
+        weighted_rows_columns<R, true>(dbase + t2 * C3 + C + h * hs, C3, dpreatt + mat, T, T, t2, scale, qh, C3, hs,
+                                       column);
+      }
       weighted_rows_columns<R, false>(dbase + t2 * C3 + 2 * C + h * hs, C3, att + mat, T, T, t2, 1.0f, dobase, C,
-                                      hs, coefs);
+                                      hs, column);
     });
   }
+}
+}  // namespace
+
+void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                           const float* att, int B, int T, int C, int NH) {
+  attention_backward_tiles<false>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
 }
 
 // ---- v5 (backward only): whole-register softmax rows, the scaled coefficients kept -----------
@@ -726,48 +749,7 @@ void attention_backward_v4(float* dqkv, float* dpreatt, float* datt, const float
 // the backward ladder has a fifth rung, the forward four.
 void attention_backward_v5(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                            const float* att, int B, int T, int C, int NH) {
-  // as v2-v4: dqkv ASSIGNED, each element written by the thread that owns its (b, h)
-  const int hs = C / NH;
-  const ptrdiff_t C3 = 3 * static_cast<ptrdiff_t>(C);
-  const int ld = (T + W - 1) / W * W;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const int items = B * NH;
-#pragma omp parallel for schedule(static) if (items > 1 && static_cast<int64_t>(B) * T * T * C >= 65536)
-  for (int item = 0; item < items; ++item) {
-    const int b = item / NH, h = item % NH;
-    // (hs, ld) values transposed, kRows rows of datt, (T, ld) scaled coefficients, a column
-    float* Vt = thread_scratch<float, 0>(static_cast<size_t>(hs + kRows + T) * ld + T);
-    float* srows = Vt + static_cast<ptrdiff_t>(hs) * ld;
-    float* coefs = srows + static_cast<ptrdiff_t>(kRows) * ld;
-    float* column = coefs + static_cast<ptrdiff_t>(T) * ld;
-    const float* base = qkv + static_cast<ptrdiff_t>(b) * T * C3;
-    float* dbase = dqkv + static_cast<ptrdiff_t>(b) * T * C3;
-    const float* dobase = dout + static_cast<ptrdiff_t>(b) * T * C + h * hs;
-    transpose_head(Vt, base, C3, 2 * C + h * hs, T, hs, ld);
-    const float* qh = base + h * hs;
-    const float* kh = base + C + h * hs;
-    const ptrdiff_t mat = static_cast<ptrdiff_t>(item) * T * T;
-    for_row_tiles(T, [&]<int R>(int t0) {
-      // datt[t][t2] = dout_t . v_t2 for the R rows, then each row's softmax backward
-      const int nblk = (t0 + R + W - 1) / W;
-      scores_rows<R>(srows, ld, dobase + static_cast<ptrdiff_t>(t0) * C, C, Vt, hs, ld, nblk, 1.0f);
-      for (int r = 0; r < R; ++r) {
-        const int t = t0 + r;
-        const ptrdiff_t row = mat + static_cast<ptrdiff_t>(t) * T;
-        softmax_backward_row_v5(srows + r * ld, att + row, datt + row, dpreatt + row,
-                                coefs + static_cast<ptrdiff_t>(t) * ld, t, T, scale);
-      }
-      // dq_t = sum_{t2 <= t} coef[t][t2] k_t2 for the R rows
-      weighted_rows_causal<R>(dbase + t0 * C3 + h * hs, C3, coefs + static_cast<ptrdiff_t>(t0) * ld, ld, kh, C3,
-                              t0 + 1, hs);
-    });
-    // dk_t2 = sum_{t >= t2} coef[t][t2] q_t;  dv_t2 = sum_{t >= t2} att[t][t2] dout_t
-    for_row_tiles(T, [&]<int R>(int t2) {
-      weighted_rows_columns<R, false>(dbase + t2 * C3 + C + h * hs, C3, coefs, ld, T, t2, 1.0f, qh, C3, hs, column);
-      weighted_rows_columns<R, false>(dbase + t2 * C3 + 2 * C + h * hs, C3, att + mat, T, T, t2, 1.0f, dobase, C,
-                                      hs, column);
-    });
-  }
+  attention_backward_tiles<true>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
 }
 
 const std::vector<OpVersion<AttentionFn>>& attention_versions() {
