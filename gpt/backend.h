@@ -62,8 +62,8 @@ struct Backend {
   // 0 when not measured.
   std::function<double(int threads, std::string* what)> measure_peak_flops = host_peak_flops;
   // Does attention_forward write its `preatt` argument (the scores before the softmax)? A
-  // backend that does not (cuda: its attention keeps only the probabilities) gets nullptr
-  // there, and the model allocates no preatt buffer (L B NH T^2 floats).
+  // backend that does not (cpu and cuda: their backwards read only the probabilities) gets
+  // nullptr there, and the model allocates no preatt buffer (L B NH T^2 floats).
   std::function<bool()> keeps_preatt = [] { return true; };
   // Should the model fuse each residual add with the LayerNorm after it
   // (residual_layernorm_forward) instead of residual_forward then layernorm_forward? A fast

@@ -7,7 +7,9 @@
 //   layernorm          kernels/layernorm.h     v4  SIMD rows across threads; backward v2
 //   matmul             kernels/linear.h        v2  kernels::sgemm (lesson 03's ladder), bias in its write-back
 //   attention          kernels/attention.h     v4  a thread per (b, h), 4-row register tiles, SIMD softmax
-//                                              rows; backward v5 (whole-register softmax-backward rows)
+//                                              rows; backward v5 (whole-register softmax-backward rows);
+//                                              neither writes the maps nothing reads (preatt, dpreatt,
+//                                              datt: keeps_preatt false, nullptr to the backward)
 //   gelu               kernels/gelu.h          v2  SIMD with poly_exp
 //   residual, dropout  kernels/residual.h, dropout.h   v2  threads
 //   cross-entropy      kernels/crossentropy.h  v2  SIMD rows with poly_exp
@@ -72,10 +74,13 @@ Backend cpu_backend() {
     nn::check_attention_sizes(B, T, C, NH);
     kernels::attention_forward_v4(out, preatt, att, qkv, B, T, C, NH);
   };
-  be.attention_backward = [](float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+  // No preatt (the backward reads att only; a forward given one still writes it), and the
+  // backward's dpreatt and datt scratch left untouched: v5 keeps its coefficients itself.
+  be.keeps_preatt = [] { return false; };
+  be.attention_backward = [](float* dqkv, float* /*dpreatt*/, float* /*datt*/, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH) {
     nn::check_attention_sizes(B, T, C, NH);
-    kernels::attention_backward_v5(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    kernels::attention_backward_v5(dqkv, nullptr, nullptr, dout, qkv, att, B, T, C, NH);
   };
 
   be.gelu_forward = kernels::gelu_forward_v2;

@@ -684,7 +684,7 @@ struct MemoryBreakdown {
   int64_t total() const { return params + grads + adam + activations + scratch; }
 };
 // preatt: whether the activations include the (L,B,NH,T,T) scores before the softmax
-// (Backend::keeps_preatt: the naive and cpu backends yes, cuda no).
+// (Backend::keeps_preatt: the naive backend yes, cpu and cuda no).
 // recompute: activation recomputation (gpt_set_recompute): one layer's activations plus the L
 // block outputs.
 MemoryBreakdown memory_breakdown(const GPTConfig& c, int B, int T, bool preatt = true, bool recompute = false);

@@ -95,8 +95,8 @@ StateBytes state_bytes_per_rank(double params, Precision p, int zero_stage, int 
 int64_t parameter_count(const GPTConfig& c);
 
 // What the attention keeps for its backward, per layer:
-//   scores_and_maps  preatt and att, (B, NH, T, T) each: our naive and cpu backends
-//   maps             att only: our cuda backend (its backward needs only the softmax output)
+//   scores_and_maps  preatt and att, (B, NH, T, T) each: our naive backend
+//   maps             att only: our cpu and cuda backends (their backwards need only the softmax output)
 //   flash            one log-sum-exp per query row, (B, NH, T): flash attention recomputes the
 //                    maps in its backward, so nothing grows as T^2
 enum class AttentionStore : uint8_t { scores_and_maps, maps, flash };

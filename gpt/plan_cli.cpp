@@ -51,8 +51,9 @@ void add_plan_options(CLI::App& app, PlanCliOptions& o) {
       ->check(CLI::Range(1, 10000000))->group(m);
   app.add_option("--batch", o.batch, "B, sequences per GPU per micro-step (default: the config's, else 8)")
       ->check(CLI::Range(1, 10000000))->group(m);
-  app.add_option("--attention", o.attention, "What attention keeps: full (scores and maps, our cpu trainer), maps "
-                                             "(our cuda), flash (one number per row); auto: full with --config, else flash")
+  app.add_option("--attention", o.attention, "What attention keeps: full (scores and maps, our naive trainer), "
+                                             "maps (our cpu and cuda), flash (one number per row); auto: full with --config, "
+                                             "else flash")
       ->check(CLI::IsMember({"auto", "full", "maps", "flash"}))->capture_default_str()->group(m);
   app.add_flag("--recompute", o.recompute, "Count activations with recomputation (block inputs + one layer) "
                                            "in the GPU counts")->group(m);

@@ -457,13 +457,14 @@ void softmax_row_v4(float* srow, float* prow, float* arow, int t, int T, int nla
   V::reg vmax = V::set1(-kInf);
   for (int j = 0; j < nlanes; j += W) vmax = V::max(vmax, V::load(srow + j));
   const float maxval = V::hmax(vmax);
-  // preatt's row: the scores up to t, 0 after
-  for (int j = 0; j < jl; j += W) V::store(prow + j, V::load(srow + j));
-  for (int j = jl; j <= t; ++j) prow[j] = srow[j];
-  for (int j = t + 1; j < std::min(nlanes, T); ++j) prow[j] = 0.0f;
-  int j0 = nlanes;
-  for (; j0 + W <= T; j0 += W) V::store(prow + j0, V::zero());
-  for (int j = j0; j < T; ++j) prow[j] = 0.0f;
+  if (prow != nullptr) {  // preatt's row: the scores up to t, 0 after
+    for (int j = 0; j < jl; j += W) V::store(prow + j, V::load(srow + j));
+    for (int j = jl; j <= t; ++j) prow[j] = srow[j];
+    for (int j = t + 1; j < std::min(nlanes, T); ++j) prow[j] = 0.0f;
+    int j0 = nlanes;
+    for (; j0 + W <= T; j0 += W) V::store(prow + j0, V::zero());
+    for (int j = j0; j < T; ++j) prow[j] = 0.0f;
+  }
   const V::reg vm = V::set1(maxval);
   V::reg vsum = V::zero();
   for (int j = 0; j < nlanes; j += W) {
@@ -596,6 +597,7 @@ void weighted_rows_columns(float* y, ptrdiff_t ys, const float* M, ptrdiff_t ldm
 // dpreatt * scale) in whole registers and one pass: weighted = sum_j att_j datt_j, then datt,
 // dpreatt and coef; zeros past t in datt and dpreatt. The sum runs in W lanes, then across
 // them, not in j order: v5 is not bit-identical to v4 (within float rounding of it).
+// darow or dprow nullptr: that row is not written (v5 reads neither back: coef is what it keeps).
 void softmax_backward_row_v5(const float* srow, const float* arow, float* darow, float* dprow, float* coef, int t,
                              int T, float scale) {
   const int n = t + 1, nv = n / W * W;
@@ -607,17 +609,18 @@ void softmax_backward_row_v5(const float* srow, const float* arow, float* darow,
   for (int j = 0; j < nv; j += W) {
     const V::reg sj = V::load(srow + j);
     const V::reg dj = V::mul(V::load(arow + j), V::sub(sj, vw));
-    V::store(darow + j, sj);
-    V::store(dprow + j, dj);
+    if (darow != nullptr) V::store(darow + j, sj);
+    if (dprow != nullptr) V::store(dprow + j, dj);
     V::store(coef + j, V::mul(dj, vs));
   }
   for (int j = nv; j < n; ++j) {
-    darow[j] = srow[j];
-    dprow[j] = arow[j] * (srow[j] - weighted);
-    coef[j] = dprow[j] * scale;
+    const float dj = arow[j] * (srow[j] - weighted);
+    if (darow != nullptr) darow[j] = srow[j];
+    if (dprow != nullptr) dprow[j] = dj;
+    coef[j] = dj * scale;
   }
-  std::fill(darow + n, darow + T, 0.0f);
-  std::fill(dprow + n, dprow + T, 0.0f);
+  if (darow != nullptr) std::fill(darow + n, darow + T, 0.0f);
+  if (dprow != nullptr) std::fill(dprow + n, dprow + T, 0.0f);
 }
 
 // Runs fn.template operator()<R>(i) over [0, n) in tiles of kRows, then one tile of the rest.
@@ -660,7 +663,8 @@ void attention_forward_v4(float* out, float* preatt, float* att, const float* qk
       // pass 2: each row's softmax (v3's)
       for (int r = 0; r < R; ++r) {
         const int t = t0 + r;
-        softmax_row_v4(srows + r * ld, preatt + mat + t * T, att + mat + t * T, t, T, nblk * W);
+        softmax_row_v4(srows + r * ld, preatt != nullptr ? preatt + mat + t * T : nullptr, att + mat + t * T, t, T,
+                       nblk * W);
       }
       // pass 3: out_t = sum_{t2 <= t} att[t2] v_t2 for the R rows together
       weighted_rows_causal<R>(out + (static_cast<ptrdiff_t>(b) * T + t0) * C + h * hs, C, att + mat + t0 * T, T,
@@ -707,8 +711,8 @@ void attention_backward_tiles(float* dqkv, float* dpreatt, float* datt, const fl
         const int t = t0 + r;
         const ptrdiff_t row = mat + static_cast<ptrdiff_t>(t) * T;
         if constexpr (kV5) {
-          softmax_backward_row_v5(srows + r * ld, att + row, datt + row, dpreatt + row, tile_coefs + r * ld, t, T,
-                                  scale);
+          softmax_backward_row_v5(srows + r * ld, att + row, datt != nullptr ? datt + row : nullptr,
+                                  dpreatt != nullptr ? dpreatt + row : nullptr, tile_coefs + r * ld, t, T, scale);
         } else {  // v3's row, then the coefficients
           softmax_backward_row(srows + r * ld, att + row, datt + row, dpreatt + row, t, T);
           for (int j = 0; j <= t; ++j) coefs[r * ld + j] = dpreatt[row + j] * scale;

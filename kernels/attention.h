@@ -13,6 +13,11 @@
 // (B, NH, Tn, Tn); entries above the diagonal are written as 0 in both.
 // Backward: dout (B, Tn, C) -> dqkv (B, Tn, 3C) ASSIGNED (every element written); dpreatt,
 // datt (B, NH, Tn, Tn) are scratch the backward overwrites.
+// No rung's backward reads preatt: v4's forward takes preatt == nullptr and then does not
+// write it, and v5's backward takes dpreatt and/or datt == nullptr (it keeps what it needs in
+// its own scratch), writing the same out, att and dqkv bits either way. The cpu backend
+// passes nullptr to both (a map per head, layer and direction of memory traffic it saves).
+// The other rungs need every buffer.
 // Sizes must be >= 1 and C % NH == 0: the callers check (nn::check_attention_sizes).
 //
 // Versions (code in kernels/attention.cpp):

@@ -11,6 +11,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -269,9 +270,12 @@ TEST_CASE("cpu backend: attention forward and backward match nn::attention_*", "
     nn::attention_backward(rdqkv.data(), rdpreatt.data(), rdatt.data(), dout.data(), qkv.data(), ratt.data(), d.B,
                            d.T, d.C, d.NH);
     check_close("dqkv", dqkv, rdqkv, 2e-5f);
-    check_close("dpreatt", dpreatt, rdpreatt, 1e-5f);
-    check_close("datt", datt, rdatt, 2e-5f);
+    // dpreatt and datt are scratch (gpt/backend.h) that this backend leaves alone: its
+    // backward (kernels attention v5) keeps its coefficients itself and writes no map
+    CHECK(std::all_of(dpreatt.begin(), dpreatt.end(), [](float x) { return std::isnan(x); }));
+    CHECK(std::all_of(datt.begin(), datt.end(), [](float x) { return std::isnan(x); }));
   }
+  CHECK_FALSE(be->keeps_preatt());  // so the model allocates no preatt and passes nullptr
   SECTION("C % NH != 0 is an nn::Error") {
     Vec x(3 * 10), o(10), p(1), a(1);
     CHECK_THROWS(be->attention_forward(o.data(), p.data(), a.data(), x.data(), 1, 1, 10, 3));
