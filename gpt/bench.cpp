@@ -148,6 +148,15 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
   const int threads = use_threads(o.threads);
   std::vector<std::string> specs = b.backends;
   if (b.naive && std::find(specs.begin(), specs.end(), "naive") == specs.end()) specs.push_back("naive");
+  // --rounds's checks before anything is printed or timed
+  NN_CHECK(b.rounds == 1 || (b.torch && o.arch == "gpt2"),
+           "--rounds " << b.rounds << " alternates ours with the PyTorch peer, and this run has none ("
+                       << (b.torch ? "--arch " + o.arch + " has no timed peer" : "--no-torch")
+                       << "): use --rounds 1");
+  for (const std::string& spec : specs) {
+    NN_CHECK(b.rounds == 1 || spec.substr(0, spec.find(':')) != "cuda",
+             "--rounds " << b.rounds << ": alternating rounds are for the CPU peer; on a GPU time cuda with --rounds 1");
+  }
   const GPTConfig cfg = config_from(o, 65);
   const double flops_tok = flops_per_token(cfg, o.block_size);
   const double tokens = static_cast<double>(o.batch_size) * o.block_size;
@@ -156,10 +165,6 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
             << ", vocabulary 65, dropout " << o.dropout << (o.bias ? "" : ", no biases") << "; " << threads
             << " CPU threads; median of " << b.iters << " after " << b.warmup << " warm-up; FLOPs/token "
             << nn::format_si(flops_tok) << "FLOP (6N + 12 L H Q T)\n";
-  NN_CHECK(b.rounds == 1 || (b.torch && o.arch == "gpt2"),
-           "--rounds " << b.rounds << " alternates ours with the PyTorch peer, and this run has none ("
-                       << (b.torch ? "--arch " + o.arch + " has no timed peer" : "--no-torch")
-                       << "): use --rounds 1");
   if (b.rounds > 1) std::cout << b.rounds << " alternating rounds: ours, then PyTorch at each thread setting\n";
   kernels::warn_if_busy(std::cout);
 
@@ -189,8 +194,6 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
   for (const std::string& spec : specs) {
     const auto colon = spec.find(':');
     const std::string name = spec.substr(0, colon);
-    NN_CHECK(b.rounds == 1 || name != "cuda",
-             "--rounds " << b.rounds << ": alternating rounds are for the CPU peer; on a GPU time cuda with --rounds 1");
     TrainOptions oo = o;
     if (colon != std::string::npos) oo.precision = spec.substr(colon + 1);
     auto be = make_backend(name, oo.precision);
@@ -266,19 +269,34 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     } else {
       // round 0 timed ours above; each later round times ours again first, so the two sides
       // alternate: ours, peer, ours, peer, ...
-      std::string json;
+      // A peer that fails in a later round leaves the rounds before it: they are reported
+      // (ours' time of the failed round has no pair and is dropped), and the notes say so.
+      std::string json;  // the last round's that succeeded
       for (int round = 0; round < b.rounds; ++round) {
         if (round > 0) {
           std::cout << "round " << round + 1 << " of " << b.rounds << "\n" << std::flush;
           for (Timed& t : ours) t.ms.push_back(time_train_step(t.oo, *t.be, t.iters, t.warmup));
         }
-        json = run_torch("bench" + args.str() + " --settings '" + b.torch_settings + "'", &torch_note);
-        if (json.empty()) break;
+        std::string why;
+        const std::string got = run_torch("bench" + args.str() + " --settings '" + b.torch_settings + "'", &why);
+        if (got.empty()) {
+          torch_note = round == 0 ? why
+                                  : "failed in round " + std::to_string(round + 1) + " of " +
+                                        std::to_string(b.rounds) + " (" + why + "); only the " +
+                                        std::to_string(round) + " complete rounds before it are reported";
+          if (round > 0) std::cout << "PyTorch: " << torch_note << "\n";
+          break;
+        }
+        json = got;
         const size_t best = json.find("\"best\"");
         peer_rounds.push_back({json_number(json, "ms_per_iter", best),
                                "intra=" + fixed(json_number(json, "intra", best), 0) +
                                    ",blas=" + fixed(json_number(json, "blas_threads", best), 0)});
       }
+      for (Timed& t : ours) {
+        if (!peer_rounds.empty()) t.ms.resize(peer_rounds.size());  // pairs only
+      }
+      const int done = static_cast<int>(peer_rounds.size());
       if (!json.empty()) {
         const size_t best = json.find("\"best\"");
         std::vector<double> peer_ms;
@@ -291,10 +309,13 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
                                                  ", BLAS threads " + fixed(json_number(json, "blas_threads", best), 0) +
                                                  " (the fastest setting tried)"
                                            : ", the fastest setting of each round (rounds below), median of " +
-                                                 std::to_string(b.rounds) + " rounds")});
+                                                 std::to_string(done) + " rounds" +
+                                                 (done < b.rounds ? " (of " + std::to_string(b.rounds) +
+                                                                        " asked: it failed in the next)"
+                                                                  : ""))});
         for (Timed& t : ours) {
           rows[t.row].ms = median(t.ms);
-          if (b.rounds > 1) rows[t.row].note += "; median of " + std::to_string(b.rounds) + " rounds";
+          if (b.rounds > 1) rows[t.row].note += "; median of " + std::to_string(done) + " rounds";
         }
       }
     }
@@ -349,14 +370,17 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
     std::cout << "\n";
   }
   std::ostringstream rounds_md;  // every round of an alternating run, and its ratios
-  if (b.rounds > 1 && peer_rounds.size() == static_cast<size_t>(b.rounds)) {
+  const int rounds_done = static_cast<int>(peer_rounds.size());  // < b.rounds: the peer failed in a later one
+  if (b.rounds > 1 && rounds_done > 0) {
     for (const Timed& t : ours) {
       const std::string& name = rows[t.row].name;
-      rounds_md << "\n" << name << " against PyTorch eager (CPU) in " << b.rounds
+      rounds_md << "\n" << name << " against PyTorch eager (CPU) in " << rounds_done
+                << (rounds_done < b.rounds ? " (of " + std::to_string(b.rounds) + " asked: the peer failed in the next)"
+                                           : "")
                 << " alternating rounds (ms/step, each a median of " << t.iters << " steps; the peer's fastest thread setting of the round):\n\n"
                 << "| round | " << name << " | PyTorch best | its setting | ratio |\n|---:|---:|---:|---|---:|\n";
       std::vector<double> ratios;
-      for (int r = 0; r < b.rounds; ++r) {
+      for (int r = 0; r < rounds_done; ++r) {
         ratios.push_back(peer_rounds[r].ms / t.ms[r]);
         rounds_md << "| " << r + 1 << " | " << fixed(t.ms[r], 2) << " | " << fixed(peer_rounds[r].ms, 2) << " | "
                   << peer_rounds[r].setting << " | " << fixed(ratios.back(), 2) << "x |\n";
@@ -366,7 +390,7 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
       for (const PeerRound& p : peer_rounds) fastest_peer = std::min(fastest_peer, p.ms);
       const int at_2x = static_cast<int>(std::count_if(ratios.begin(), ratios.end(), [](double x) { return x >= 2.0; }));
       rounds_md << "\nmedian ratio of the rounds " << fixed(median(ratios), 2) << "x (lowest " << fixed(*lo, 2)
-                << "x, highest " << fixed(*hi, 2) << "x); " << at_2x << " of " << b.rounds
+                << "x, highest " << fixed(*hi, 2) << "x); " << at_2x << " of " << rounds_done
                 << " rounds at 2x or more; our median step against the peer's fastest round: "
                 << fixed(fastest_peer / median(t.ms), 2) << "x\n";
     }

@@ -175,7 +175,49 @@ TEST_CASE("gpt bad input: --rounds needs a peer to alternate with, and at least 
   b.rounds = 2;
   b.backends = {"cuda"};
   o.arch = "gpt2";
-  CHECK_THAT(error_of([&] { gpt::run_bench(o, b); }), Contains("alternating rounds are for the CPU peer"));
+  {
+    testing::CaptureCout capture;
+    CHECK_THAT(error_of([&] { gpt::run_bench(o, b); }), Contains("alternating rounds are for the CPU peer"));
+    CHECK(capture.text().empty());  // refused before the header, the peak or any step
+  }
+}
+
+// A peer that fails after some rounds: the complete rounds are reported, the failed one is
+// named, and no ratio pairs ours with a round the peer did not finish. A stand-in Python
+// answers the first call with a valid report and fails (exit 3) from the second on.
+TEST_CASE("gpt bad input: a PyTorch peer failing in round 2 of 3 leaves round 1, and says so", "[gpt][bad-input]") {
+  testing::TempDir dir("rounds-peer");
+  const std::string fake = dir.file("python"), calls = dir.file("calls");
+  {
+    std::ofstream sh(fake);
+    sh << "#!/bin/sh\n"
+          "n=$(cat '" << calls << "' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '" << calls << "'\n"
+          "[ $n -ge 2 ] && exit 3\n"
+          "for last; do :; done\n"  // the report's path: the last argument
+          "printf '{\"torch_version\": \"stand-in\", \"blas\": \"none\", \"best\": "
+          "{\"intra\": 1, \"blas_threads\": 2, \"ms_per_iter\": 50.0}}' > \"$last\"\n";
+  }
+  REQUIRE(::chmod(fake.c_str(), 0755) == 0);
+  testing::ScopedEnv py("NNLAB_TORCH_PYTHON", fake);
+  gpt::TrainOptions o;
+  o.n_layer = 1, o.n_head = 2, o.n_embd = 16, o.block_size = 8, o.batch_size = 2;
+  gpt::BenchOptions b;
+  b.rounds = 3, b.iters = 1, b.warmup = 0;
+  b.json = dir.file("bench.json");
+  std::string out;
+  {
+    testing::CaptureCout capture;
+    gpt::run_bench(o, b);
+    out = capture.text();
+  }
+  CHECK(testing::read_text(calls) == "2\n");  // round 3 was not started
+  CHECK_THAT(out, Contains("failed in round 2 of 3") && Contains("exited with status 3") &&
+                      Contains("only the 1 complete rounds before it are reported"));
+  CHECK_THAT(out, Contains("in 1 (of 3 asked: the peer failed in the next) alternating rounds"));
+  CHECK_THAT(out, Contains("median of 1 rounds (of 3 asked: it failed in the next)"));
+  const std::string js = testing::read_text(b.json);
+  CHECK_THAT(js, Contains("\"round\": 1,") && Contains("\"peer_best_ms_per_step\": 50"));
+  CHECK_THAT(js, !Contains("\"round\": 2"));
 }
 
 TEST_CASE("gpt bad input: --dump-step needs --dump-path, and a step of the run", "[gpt][bad-input]") {
