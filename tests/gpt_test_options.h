@@ -43,22 +43,32 @@ inline std::string repeated_corpus(const TempDir& dir) {
   return corpus;
 }
 
-// o (8 steps; `full` its run) interrupted at step 4 and resumed to 8 gives full's last four
-// losses exactly. Returns the resumed run's options (resume: the step-4 checkpoint).
+// o (8 steps; `full` its run) interrupted at step 4 and resumed to 8: the cut run's losses
+// are full's first four, the resumed run's its last four and the same final val loss, bit for
+// bit. Returns the resumed run's options (resume: the step-4 checkpoint).
 inline gpt::TrainOptions check_resume_exact(const gpt::TrainOptions& o, const gpt::TrainResult& full, const TempDir& dir,
                                             std::ostream& sink) {
+  // the same run cut after step 4 (the evaluation there writes last.safetensors), then
+  // resumed from that checkpoint up to step 8; the schedule must stay the 8-step one
+  REQUIRE(full.step_losses.size() == 8);
   gpt::TrainOptions cut = o;
   cut.out_dir = dir.file("cut");
   cut.max_iters = 4;
   cut.lr_decay_iters = 8;
-  gpt::train(cut, sink);
+  const gpt::TrainResult part = gpt::train(cut, sink);
+  REQUIRE(part.step_losses.size() == 4);
+  for (size_t i = 0; i < 4; ++i) CHECK(part.step_losses[i] == full.step_losses[i]);
   gpt::TrainOptions resumed = o;
   resumed.out_dir = dir.file("resumed");
   resumed.resume = (std::filesystem::path(cut.out_dir) / "last.safetensors").string();
   resumed.lr_decay_iters = 8;
   const gpt::TrainResult rest = gpt::train(resumed, sink);
   REQUIRE(rest.step_losses.size() == 4);
-  for (size_t i = 0; i < 4; ++i) CHECK(rest.step_losses[i] == full.step_losses[i + 4]);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("step " << i + 5);
+    CHECK(rest.step_losses[i] == full.step_losses[i + 4]);
+  }
+  CHECK(rest.final_val_loss == full.final_val_loss);
   return resumed;
 }
 

@@ -494,26 +494,7 @@ TEST_CASE("gpt: a resumed run repeats the uninterrupted run's losses exactly", "
   const gpt::TrainResult full = gpt::train(o, sink);
   REQUIRE(full.step_losses.size() == 8);
 
-  // the same run interrupted after step 4 (the evaluation there writes last.safetensors),
-  // then resumed from that checkpoint up to step 8; the schedule must stay the 8-step one
-  gpt::TrainOptions cut = o;
-  cut.out_dir = dir.file("cut");
-  cut.max_iters = 4;
-  cut.lr_decay_iters = 8;
-  const gpt::TrainResult part = gpt::train(cut, sink);
-  REQUIRE(part.step_losses.size() == 4);
-  for (size_t i = 0; i < 4; ++i) CHECK(part.step_losses[i] == full.step_losses[i]);
-  gpt::TrainOptions resumed = o;
-  resumed.out_dir = dir.file("resumed");
-  resumed.resume = (std::filesystem::path(cut.out_dir) / "last.safetensors").string();
-  resumed.lr_decay_iters = 8;
-  const gpt::TrainResult rest = gpt::train(resumed, sink);
-  REQUIRE(rest.step_losses.size() == 4);
-  for (int i = 0; i < 4; ++i) {
-    INFO("step " << i + 5);
-    CHECK(rest.step_losses[static_cast<size_t>(i)] == full.step_losses[static_cast<size_t>(i) + 4]);
-  }
-  CHECK(rest.final_val_loss == full.final_val_loss);
+  testing::check_resume_exact(o, full, dir, sink);  // cut after step 4, resumed: the same losses, bit for bit
 }
 
 TEST_CASE("gpt: a run that diverges to NaN stops, saves no NaN, and names a checkpoint that is good", "[gpt][train]") {
