@@ -293,10 +293,10 @@ int run_bench(const TrainOptions& o, const BenchOptions& b) {
                                "intra=" + fixed(json_number(json, "intra", best), 0) +
                                    ",blas=" + fixed(json_number(json, "blas_threads", best), 0)});
       }
-      for (Timed& t : ours) {
-        if (!peer_rounds.empty()) t.ms.resize(peer_rounds.size());  // pairs only
-      }
       const int done = static_cast<int>(peer_rounds.size());
+      if (done > 0) {
+        for (Timed& t : ours) t.ms.resize(peer_rounds.size());  // pairs only
+      }
       if (!json.empty()) {
         const size_t best = json.find("\"best\"");
         std::vector<double> peer_ms;

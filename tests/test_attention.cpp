@@ -301,13 +301,15 @@ TEST_CASE("attention rejects bad sizes with nn::Error", "[attention]") {
   REQUIRE_NOTHROW(fwd(1, 4, 8, 2));  // and a good size goes through
 }
 
+// B, T, C, NH: the GPT's shape, and heads that leave a scalar tail or a partial last register.
+constexpr int kSimdShapes[][4] = {{12, 64, 128, 4}, {2, 7, 20, 2}, {3, 13, 20, 4}, {1, 33, 24, 3}, {2, 70, 96, 3}};
+
 // The SIMD rungs of kernels/attention.h against v1 on this build's SIMD path (this file runs
 // in the portable and AVX2 builds of scripts/test_simd_paths.sh too): every version of the
 // backward, at the GPT's shape and at heads that leave a scalar tail (hs = 10, 5, 8, 32 with
 // T not a multiple of the register width), outputs NaN-prefilled, the harness's tolerances.
 TEST_CASE("attention backward: every kernels/ rung agrees with v1 on this SIMD path", "[attention]") {
-  const int shapes[][4] = {{12, 64, 128, 4}, {2, 7, 20, 2}, {3, 13, 20, 4}, {1, 33, 24, 3}, {2, 70, 96, 3}};
-  for (const auto& sh : shapes) {
+  for (const auto& sh : kSimdShapes) {
     const int B = sh[0], T = sh[1], C = sh[2], NH = sh[3];
     nn::Rng rng(11);
     const size_t nqkv = static_cast<size_t>(B) * T * 3 * C, natt = static_cast<size_t>(B) * NH * T * T;
@@ -341,8 +343,7 @@ TEST_CASE("attention backward: every kernels/ rung agrees with v1 on this SIMD p
 // on this SIMD path, shapes with and without a partial last register.
 TEST_CASE("attention v4 forward without preatt and v5 backward without dpreatt, datt give the same bits",
           "[attention]") {
-  const int shapes[][4] = {{12, 64, 128, 4}, {2, 7, 20, 2}, {3, 13, 20, 4}, {1, 33, 24, 3}, {2, 70, 96, 3}};
-  for (const auto& sh : shapes) {
+  for (const auto& sh : kSimdShapes) {
     const int B = sh[0], T = sh[1], C = sh[2], NH = sh[3];
     INFO(B << "x" << T << "x" << C << "x" << NH);
     nn::Rng rng(5);
